@@ -1,0 +1,64 @@
+# One entry point for users and CI. `make demo` and `make test` install what they need first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON_SYSTEM := /usr/bin/python3
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+RNF := $(VENV)/bin/rnf
+UV_VERSION := 0.13.9
+APT_PACKAGES := iproute2 ethtool iperf3 socat tcpdump nftables python3-venv python3-pip \
+	build-essential pkg-config libzmq3-dev influxdb gnuradio python3-zmq python3-pytest curl
+CARGO := $(shell command -v cargo || echo $$HOME/.cargo/bin/cargo)
+DATAPATH := virtual-cell/datapath/target/release/rnf-cell-dp
+STAMP := .make
+
+.PHONY: help setup system-packages python rust demo test lint bench clean
+
+help:
+	@echo "make demo    install everything, then run a short closed-loop experiment on the virtual cell"
+	@echo "make test    install everything, then run the test suite (as root: it builds network namespaces)"
+	@echo "make bench   the benchmarks behind docs/benchmarks.md"
+
+setup: $(STAMP)/system $(STAMP)/python $(DATAPATH)
+
+system-packages: $(STAMP)/system
+$(STAMP)/system:
+	@if [ "$$(id -u)" != 0 ]; then echo "make: run as root (apt packages, network namespaces)"; exit 1; fi
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
+	@if ! command -v cargo >/dev/null && [ ! -x $$HOME/.cargo/bin/cargo ]; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends cargo rustc; fi
+	@mkdir -p $(STAMP) && touch $@
+
+python: $(STAMP)/python
+$(STAMP)/python: $(STAMP)/system uv.lock pyproject.toml */pyproject.toml
+	@test -x $(UV) || ($(PYTHON_SYSTEM) -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q uv==$(UV_VERSION))
+	$(UV) sync --frozen --python $(PYTHON_SYSTEM) --all-packages
+	@touch $@
+
+uv.lock: pyproject.toml */pyproject.toml
+	@test -x $(UV) || ($(PYTHON_SYSTEM) -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q uv==$(UV_VERSION))
+	$(UV) lock --python $(PYTHON_SYSTEM)
+
+rust: $(DATAPATH)
+$(DATAPATH): $(STAMP)/system $(shell find virtual-cell/datapath/src -name '*.rs' 2>/dev/null) virtual-cell/datapath/Cargo.toml
+	$(CARGO) build --release --locked --quiet --manifest-path virtual-cell/datapath/Cargo.toml
+
+demo: setup
+	$(RNF) run experiments/scenarios/demo.toml
+
+test: setup
+	$(CARGO) test --release --locked --quiet --manifest-path virtual-cell/datapath/Cargo.toml
+	$(VENV)/bin/python -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: setup
+	$(VENV)/bin/python -m rnf_cell.bench
+
+clean:
+	rm -rf $(STAMP) $(VENV) $(TOOLS) virtual-cell/datapath/target

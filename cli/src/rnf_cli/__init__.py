@@ -1,0 +1,1 @@
+"""The `rnf` command line: a thin group whose subcommands live in the component packages."""

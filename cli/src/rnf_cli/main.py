@@ -1,0 +1,54 @@
+"""`rnf`: the testbed's single command. Subcommands are imported only when used, so `rnf --help` stays fast."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import NamedTuple
+
+import click
+
+
+class Subcommand(NamedTuple):
+    target: str  # "module:attribute" of a click command in a component package
+    summary: str
+
+
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "cell": Subcommand("rnf_cell.cli:cell", "Run the virtual cell (emulated eNB) from a cell file."),
+    "telemetry": Subcommand("rnf_telemetry.cli:telemetry", "Listen to RAN telemetry; golden vectors."),
+    "trace": Subcommand("rnf_cell.cli:trace", "Inspect and generate capacity traces."),
+    "run": Subcommand("rnf_experiments.cli:run", "Run every arm of a scenario and write a results folder."),
+    "report": Subcommand("rnf_experiments.cli:report", "Compare results folders in a table and plots."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        subcommand = SUBCOMMANDS.get(cmd_name)
+        if subcommand is None:
+            return None
+        module_name, attribute = subcommand.target.split(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, SUBCOMMANDS[name].summary) for name in self.list_commands(ctx)])
+
+
+@click.group(cls=LazyGroup)
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+def cli(verbose: int) -> None:
+    """Cross-layer TCP control over cellular links: virtual cell, proxy, experiments."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def main() -> None:
+    cli(prog_name="rnf")

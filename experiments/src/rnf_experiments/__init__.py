@@ -1,0 +1,1 @@
+"""Experiments: scenario files, the runner, metrics and reports."""

@@ -1,0 +1,84 @@
+"""Golden vectors of the contract: the cases, and reading and writing telemetry/vectors/.
+
+Each valid vector is three files, NAME.topic (frame 1, ASCII), NAME.bin (frame 2) and NAME.json (the decoded
+fields, flat, NaN written as null). Each invalid vector is invalid/NAME.bin with invalid/NAME.json naming the
+SPEC.md error kind a decoder must report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+from rnf_telemetry.message import TelemetryMessage, encode
+
+VALID: dict[str, TelemetryMessage] = {
+    "basic": TelemetryMessage(
+        cell_id=1, rnti=0x46, lcid=3, timestamp_ns=1_763_700_000_123_456_789, tti=123_456, seq=42,
+        period_us=10_000, dl_queue_new_bytes=45_120, dl_queue_retx_bytes=1_500, dl_queue_sdus=31,
+        dl_queue_limit_bytes=0, dl_queue_limit_sdus=128, dl_grant_ttis=9, dl_sched_new_bytes=19_872,
+        dl_sched_retx_bytes=632, mean_mcs=17.25, mean_cqi=11.5, dl_dropped_sdus=2, dl_dropped_bytes=2_904,
+        ue_ip="172.16.0.2",
+    ),
+    "ip_unknown_no_grant": TelemetryMessage(
+        cell_id=0x00019B01, rnti=0xFFF3, lcid=4, timestamp_ns=1, tti=0, seq=0, period_us=1_000,
+        dl_queue_limit_bytes=300_000,
+    ),
+    "outage": TelemetryMessage(
+        cell_id=7, rnti=0x3D, lcid=3, timestamp_ns=1_763_700_000_000_000_000, tti=98_765, seq=1_000,
+        period_us=25_000, dl_queue_new_bytes=150_000, dl_queue_sdus=100, dl_queue_limit_bytes=300_000,
+        dl_queue_limit_sdus=0, mean_cqi=0.0, ue_ip="10.45.0.9", outage=True,
+    ),
+    "extremes": TelemetryMessage(
+        cell_id=0xFFFFFFFF, rnti=0xFFFF, lcid=0xFF, timestamp_ns=(1 << 64) - 1, tti=(1 << 64) - 1,
+        seq=(1 << 32) - 1, period_us=(1 << 32) - 1, dl_queue_new_bytes=(1 << 32) - 1,
+        dl_queue_retx_bytes=(1 << 32) - 1, dl_queue_sdus=(1 << 32) - 1, dl_queue_limit_bytes=(1 << 32) - 1,
+        dl_queue_limit_sdus=(1 << 32) - 1, dl_grant_ttis=(1 << 32) - 1, dl_sched_new_bytes=(1 << 64) - 1,
+        dl_sched_retx_bytes=(1 << 64) - 1, mean_mcs=28.0, mean_cqi=15.0, dl_dropped_sdus=(1 << 32) - 1,
+        dl_dropped_bytes=(1 << 32) - 1, ue_ip="255.255.255.255", outage=True,
+    ),
+}  # fmt: skip
+
+
+def _invalid() -> dict[str, tuple[bytes, str]]:
+    basic = encode(VALID["basic"])
+    future_minor = bytearray(basic + b"\x00" * 8)
+    future_minor[2:4] = (104).to_bytes(2, "little")
+    return {
+        "empty": (b"", "truncated"),
+        "truncated_header": (basic[:3], "truncated"),
+        "truncated_body": (basic[:95], "truncated"),
+        "length_beyond_payload": (bytes(future_minor[:100]), "truncated"),
+        "version_2": (b"\x02" + basic[1:], "version"),
+        "version_0": (b"\x00" + basic[1:], "version"),
+        "unknown_flag": (basic[:1] + b"\x83" + basic[2:], "field"),
+        "reserved_byte_set": (basic[:11] + b"\x01" + basic[12:], "field"),
+        "length_too_small": (basic[:2] + (64).to_bytes(2, "little") + basic[4:], "field"),
+    }
+
+
+INVALID = _invalid()
+
+
+def message_to_json(message: TelemetryMessage) -> dict[str, object]:
+    fields = dataclasses.asdict(message)
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in sorted(fields.items())}
+
+
+def message_from_json(fields: dict[str, object]) -> TelemetryMessage:
+    values = {k: (math.nan if v is None and k.startswith("mean_") else v) for k, v in fields.items()}
+    return TelemetryMessage(**values)  # type: ignore[arg-type]
+
+
+def write(directory: Path) -> None:
+    """Write every vector into `directory` (telemetry/vectors/)."""
+    (directory / "invalid").mkdir(parents=True, exist_ok=True)
+    for name, message in VALID.items():
+        (directory / f"{name}.topic").write_bytes(message.key.topic())
+        (directory / f"{name}.bin").write_bytes(encode(message))
+        (directory / f"{name}.json").write_text(json.dumps(message_to_json(message), indent=1) + "\n")
+    for name, (payload, kind) in INVALID.items():
+        (directory / "invalid" / f"{name}.bin").write_bytes(payload)
+        (directory / "invalid" / f"{name}.json").write_text(json.dumps({"error": kind}) + "\n")

@@ -1,0 +1,1 @@
+"""The virtual cell: namespaces, traces, the Rust datapath, and telemetry published from what it did."""
