@@ -1,0 +1,1 @@
+"""The split-TCP proxy: transparent interception, per-UE window controllers, and their enforcement."""
