@@ -8,7 +8,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 RNF := $(VENV)/bin/rnf
 UV_VERSION := 0.13.9
-APT_PACKAGES := iproute2 ethtool iperf3 socat tcpdump nftables python3-venv python3-pip \
+APT_PACKAGES := iproute2 iputils-ping ethtool iperf3 socat tcpdump nftables python3-venv python3-pip \
 	build-essential pkg-config libzmq3-dev influxdb gnuradio python3-zmq python3-pytest curl
 CARGO := $(shell command -v cargo || echo $$HOME/.cargo/bin/cargo)
 DATAPATH := virtual-cell/datapath/target/release/rnf-cell-dp

@@ -1,0 +1,179 @@
+"""`rnf run`: every arm of a scenario, repetitions interleaved, into a results folder.
+
+```
+results/<time>-<scenario>/
+  metadata.json                 scenario, overrides, git commit, versions, host, command line
+  runs/<repetition>-<arm>/      series.lp (line protocol), packets.bin, flows/*.json, datapath files
+  summary.json                  per run and per arm metrics (experiments/README.md)
+  plots/*.png
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata as package_metadata
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from rnf_cell.cell import VirtualCell
+from rnf_cell.config import CellConfig
+from rnf_cell.topology import SERVER_IP
+from rnf_cli.errors import UserError
+from rnf_telemetry.record import FileRecorder
+
+from rnf_experiments.scenario import Arm, Scenario
+
+TRAFFIC_PORT = 5201
+SETTLE_S = 0.5
+
+
+def git_commit() -> str:
+    result = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent)
+    dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, cwd=Path(__file__).parent)
+    return result.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "") if result.returncode == 0 else "unknown"
+
+
+def write_metadata(results: Path, scenario: Scenario, raw: dict[str, Any], overrides: list[str]) -> None:
+    versions = {name: package_metadata.version(name) for name in ("rnf-cell", "rnf-experiments", "numpy", "pyzmq")}
+    metadata = {
+        "scenario": scenario.name,
+        "scenario_data": raw,
+        "overrides": overrides,
+        "command": sys.argv,
+        "started": datetime.now(UTC).isoformat(),
+        "git_commit": git_commit(),
+        "versions": versions | {"python": platform.python_version(), "kernel": platform.release()},
+        "host": socket.gethostname(),
+    }
+    (results / "metadata.json").write_text(json.dumps(metadata, indent=1, default=str) + "\n")
+
+
+def schedule(scenario: Scenario) -> list[tuple[int, Arm]]:
+    """Every (repetition, arm), rotating the arm order each repetition so drift favours no arm."""
+    order = []
+    arms = list(scenario.arms)
+    for repetition in range(scenario.repetitions):
+        shift = repetition % len(arms)
+        order += [(repetition, arm) for arm in arms[shift:] + arms[:shift]]
+    return order
+
+
+@dataclass(frozen=True)
+class ArmContext:
+    scenario: Scenario
+    arm: Arm
+    repetition: int
+    directory: Path
+    run_id: str
+
+
+async def _start_server(cell: VirtualCell) -> asyncio.subprocess.Process:
+    process = await asyncio.create_subprocess_exec(
+        "ip", "netns", "exec", cell.names.server, sys.executable, "-m", "rnf_experiments.traffic", "server",
+        "--port", str(TRAFFIC_PORT), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        ready = await asyncio.wait_for(process.stdout.readline(), 10)
+    except TimeoutError:
+        ready = b""
+    if ready.strip() != b"ready":
+        process.kill()
+        error = (await process.stderr.read()).decode(errors="replace").strip() if process.stderr else ""
+        raise UserError(f"the traffic server did not start in {cell.names.server}: {error or 'no message'}")
+    return process
+
+
+async def _run_flows(context: ArmContext, cell: VirtualCell) -> None:
+    traffic, scenario = context.scenario.traffic, context.scenario
+    flows_dir = context.directory / "flows"
+    flows_dir.mkdir()
+    clients = []
+    for ue in range(len(scenario.cell.ues)):
+        for flow in range(traffic.flows_per_ue):
+            name = f"ue{ue + 1}-flow{flow + 1}"
+            delay = flow * traffic.stagger_s
+            duration = 0.0 if traffic.bytes else max(scenario.duration_s - delay, 0.1)
+            clients.append(
+                await asyncio.create_subprocess_exec(
+                    "ip", "netns", "exec", cell.names.ue(ue), sys.executable, "-m", "rnf_experiments.traffic",
+                    "client", "--name", name, "--server", str(SERVER_IP), "--port", str(TRAFFIC_PORT),
+                    "--bytes", str(traffic.bytes), "--duration", str(duration), "--cc", context.arm.cc,
+                    "--delay", str(delay), "--out", str(flows_dir / f"{name}.json"),
+                )  # fmt: skip
+            )
+    limit = scenario.duration_s + 30 if not traffic.bytes else scenario.duration_s
+    try:
+        await asyncio.wait_for(asyncio.gather(*(c.wait() for c in clients)), limit)
+    except TimeoutError:
+        for client in clients:
+            if client.returncode is None:
+                client.kill()
+
+
+async def run_arm(context: ArmContext) -> VirtualCell:
+    cell_config = CellConfig.model_validate(
+        context.scenario.cell.model_dump(exclude={"kind"}) | {"seed": context.scenario.seed + context.repetition}
+    )
+    tags = {"run": context.run_id, "scenario": context.scenario.name, "arm": context.arm.name,
+            "repetition": str(context.repetition), "cell_kind": "virtual"}  # fmt: skip
+    recorder = FileRecorder(context.directory / "series.lp", base_tags=tags)
+    cell = VirtualCell(cell_config, context.directory, recorder)
+    try:
+        async with cell:
+            server = await _start_server(cell)
+            try:
+                await asyncio.sleep(SETTLE_S)
+                await _run_flows(context, cell)
+            finally:
+                server.kill()
+                await server.wait()
+    finally:
+        recorder.close()
+    return cell
+
+
+def run_scenario(scenario: Scenario, raw: dict[str, Any], overrides: list[str], output_root: Path) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    results = output_root / f"{stamp}-{scenario.name}"
+    (results / "runs").mkdir(parents=True, exist_ok=False)
+    write_metadata(results, scenario, raw, overrides)
+    plan = schedule(scenario)
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f} s"),
+               TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, transient=False) as progress:
+        total = progress.add_task("scenario", total=len(plan) * scenario.duration_s)
+        for index, (repetition, arm) in enumerate(plan):
+            directory = results / "runs" / f"{repetition}-{arm.name}"
+            directory.mkdir()
+            progress.update(total, description=f"[{index + 1}/{len(plan)}] {arm.name}, repetition {repetition}")
+            context = ArmContext(scenario, arm, repetition, directory, results.name)
+            started = time.monotonic()
+            asyncio.run(_with_progress(context, progress, total, index * scenario.duration_s, started))
+            progress.update(total, completed=(index + 1) * scenario.duration_s)
+    return results
+
+
+async def _with_progress(context: ArmContext, progress: Progress, task: Any, base: float, started: float) -> None:
+    async def tick() -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            elapsed = min(time.monotonic() - started, context.scenario.duration_s)
+            progress.update(task, completed=base + elapsed)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        await run_arm(context)
+    finally:
+        ticker.cancel()

@@ -1,0 +1,106 @@
+"""Scenario files (experiments/scenarios/*.toml): one validated structure, with `--set key=value` overrides."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rnf_cell.config import CellConfig, format_validation_error, read_toml, resolve_paths
+from rnf_cli.errors import UserError
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class VirtualCellSpec(CellConfig):
+    """The cell of a scenario: `kind = "virtual"` plus a virtual cell's settings (virtual-cell/README.md)."""
+
+    kind: Literal["virtual"] = "virtual"
+
+
+class Traffic(Strict):
+    """Bulk downloads, server to UE: `bytes` each (0: for the whole duration), `flows_per_ue` in parallel."""
+
+    kind: Literal["bulk"] = "bulk"
+    bytes: int = Field(default=0, ge=0)
+    flows_per_ue: int = Field(default=1, ge=1, le=100)
+    stagger_s: float = Field(default=0.0, ge=0.0, description="start flow k of a UE k*stagger_s after the first")
+
+
+class Arm(Strict):
+    """One thing compared: end-to-end TCP with congestion control `cc` (no proxy)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: Literal["e2e"] = "e2e"
+    cc: Literal["cubic", "bbr", "reno"] = "cubic"
+
+
+class Scenario(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    duration_s: float = Field(gt=0, le=3600)
+    repetitions: int = Field(default=1, ge=1, le=100)
+    seed: int = 1
+    cell: VirtualCellSpec
+    traffic: Traffic = Traffic()
+    arms: list[Arm] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_arm_names(self) -> Scenario:
+        names = [arm.name for arm in self.arms]
+        if len(set(names)) != len(names):
+            raise ValueError(f"arm names must be unique: {names}")
+        return self
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """`a.b.c=value` with a TOML value (numbers, booleans, strings, arrays); bare words are strings."""
+    if "=" not in text:
+        raise UserError(f"--set {text!r}: expected key=value")
+    key, raw = text.split("=", 1)
+    path = key.strip().split(".")
+    if not all(path):
+        raise UserError(f"--set {text!r}: empty key component")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return path, value
+
+
+def apply_override(data: dict[str, Any], path: list[str], value: Any, source: str) -> None:
+    node: Any = data
+    for depth, part in enumerate(path[:-1]):
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise UserError(f"--set {'.'.join(path)}: {'.'.join(path[:depth + 1])} is not an index of {source}")
+            node = node[int(part)]
+        else:
+            node = node.setdefault(part, {})
+    last = path[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) >= len(node):
+            raise UserError(f"--set {'.'.join(path)}: no such list index in {source}")
+        node[int(last)] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise UserError(f"--set {'.'.join(path)}: {'.'.join(path[:-1])} is not a table in {source}")
+
+
+def load_scenario(path: Path, overrides: list[str] = ()) -> tuple[Scenario, dict[str, Any]]:  # type: ignore[assignment]
+    """The scenario and the raw data it came from (after overrides), for metadata.json."""
+    data = read_toml(path)
+    for text in overrides:
+        key, value = parse_override(text)
+        apply_override(data, key, value, str(path))
+    data = resolve_paths(data, path.parent)
+    try:
+        return Scenario.model_validate(data), data
+    except ValidationError as error:
+        source = f"{path}" + (f" (with --set {', '.join(overrides)})" if overrides else "")
+        raise UserError(format_validation_error(source, error)) from None

@@ -1,0 +1,28 @@
+"""Each metric on a small fixture with a hand-computed answer."""
+
+import math
+
+import pytest
+from rnf_experiments import metrics
+
+
+def test_utilization_is_delivered_over_capacity():
+    assert metrics.utilization([100, 50, 0], [100, 100, 50]) == pytest.approx(0.6)
+    assert math.isnan(metrics.utilization([0], [0]))
+
+
+def test_queue_percentiles_and_empty_fraction():
+    queue = [0, 0, 10, 20, 30, 40, 50, 60, 70, 80]
+    assert metrics.percentile(queue, 50) == pytest.approx(35.0)
+    assert metrics.empty_fraction(queue) == pytest.approx(0.2)
+    assert math.isnan(metrics.percentile([], 95))
+
+
+def test_goodput():
+    assert metrics.goodput_bps(1_000_000, 0, 2_000_000_000) == pytest.approx(4e6)
+
+
+def test_jain_fairness_bounds():
+    assert metrics.jain_fairness([5, 5, 5, 5]) == pytest.approx(1.0)
+    assert metrics.jain_fairness([8, 0, 0, 0]) == pytest.approx(0.25)
+    assert metrics.jain_fairness([3, 1]) == pytest.approx(16 / 20)

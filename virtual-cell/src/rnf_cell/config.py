@@ -1,0 +1,231 @@
+"""The virtual cell's configuration: one validated structure, loaded from TOML with errors naming file and field."""
+
+from __future__ import annotations
+
+import ipaddress
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+
+from rnf_cli.errors import UserError
+from rnf_telemetry.transport import DEFAULT_ENDPOINT
+
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TraceFile(Strict):
+    """A capacity trace read from a file (formats in virtual-cell/README.md)."""
+
+    file: Path
+    format: Literal["csv", "mahimahi", "telemetry"] = "csv"
+    scale: PositiveFloat = 1.0
+
+
+class ConstantTrace(Strict):
+    generator: Literal["constant"]
+    rate_mbps: NonNegativeFloat
+
+
+class PiecewiseTrace(Strict):
+    """Paper 000 Fig. 11: a rate drawn uniformly in [min, max] held for `period_s`, then drawn again."""
+
+    generator: Literal["piecewise"]
+    min_mbps: NonNegativeFloat
+    max_mbps: PositiveFloat
+    period_s: PositiveFloat
+    duration_s: PositiveFloat = 60.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PiecewiseTrace:
+        if self.min_mbps > self.max_mbps:
+            raise ValueError("min_mbps is above max_mbps")
+        return self
+
+
+class OnOffTrace(Strict):
+    """A constant rate interrupted by outages: `on_s` at `rate_mbps`, then `off_s` of outage."""
+
+    generator: Literal["onoff"]
+    rate_mbps: PositiveFloat
+    on_s: PositiveFloat
+    off_s: PositiveFloat
+
+
+class MarkovTrace(Strict):
+    """A two-state (good/bad) Markov channel with exponentially distributed sojourn times."""
+
+    generator: Literal["markov"]
+    good_mbps: NonNegativeFloat
+    bad_mbps: NonNegativeFloat
+    mean_good_s: PositiveFloat
+    mean_bad_s: PositiveFloat
+    duration_s: PositiveFloat = 60.0
+
+
+
+def _trace_kind(data: Any) -> str | None:
+    if isinstance(data, BaseModel):
+        return getattr(data, "generator", "file")
+    if not isinstance(data, dict):
+        return None
+    return "file" if "file" in data else data.get("generator")
+
+
+TraceSpec = Annotated[
+    Annotated[TraceFile, Tag("file")]
+    | Annotated[ConstantTrace, Tag("constant")]
+    | Annotated[PiecewiseTrace, Tag("piecewise")]
+    | Annotated[OnOffTrace, Tag("onoff")]
+    | Annotated[MarkovTrace, Tag("markov")],
+    Discriminator(
+        _trace_kind,
+        custom_error_type="trace_kind",
+        custom_error_message="a trace needs `file = ...` or `generator = constant|piecewise|onoff|markov`",
+    ),
+]
+TRACE_TAGS = ("file", "constant", "piecewise", "onoff", "markov")
+
+
+class Outage(Strict):
+    """A radio outage laid over the UE's trace: no capacity and the outage flag, from `start_s` for `duration_s`."""
+
+    start_s: NonNegativeFloat
+    duration_s: PositiveFloat
+
+
+class UeConfig(Strict):
+    trace: TraceSpec
+    ip: ipaddress.IPv4Address | None = None
+    rnti: int | None = Field(default=None, ge=1, le=0xFFF3)
+    lcid: int = Field(default=3, ge=1, le=10)
+    backhaul_delay_ms: NonNegativeFloat = 10.0
+    uplink_delay_ms: NonNegativeFloat = 10.0
+    queue_limit_bytes: int = Field(default=300_000, ge=0)
+    queue_limit_sdus: int = Field(default=0, ge=0)
+    harq_bler: float = Field(default=0.0, ge=0.0, lt=1.0)
+    harq_rtt_ms: PositiveFloat = 8.0
+    outages: tuple[Outage, ...] = ()
+
+    @model_validator(mode="after")
+    def _has_a_limit(self) -> UeConfig:
+        if self.queue_limit_bytes == 0 and self.queue_limit_sdus == 0:
+            raise ValueError("the RLC queue needs a limit: set queue_limit_bytes or queue_limit_sdus")
+        return self
+
+
+class WiredConfig(Strict):
+    """The wired path between the server and the core (the proxy's wired side)."""
+
+    rate_mbps: PositiveFloat = 1000.0
+    delay_ms: NonNegativeFloat = 5.0
+    queue_bytes: int = Field(default=2_000_000, gt=0)
+
+
+class ImpairmentConfig(Strict):
+    """Telemetry impairments, to test controllers' robustness. All off by default."""
+
+    delay_ms: NonNegativeFloat = 0.0
+    jitter_ms: NonNegativeFloat = 0.0
+    loss: float = Field(default=0.0, ge=0.0, le=1.0)
+    duplicate: float = Field(default=0.0, ge=0.0, le=1.0)
+    stale: float = Field(default=0.0, ge=0.0, le=1.0)
+    stale_periods: int = Field(default=5, ge=1)
+    blackouts: tuple[Outage, ...] = ()
+
+
+class TelemetryConfig(Strict):
+    endpoint: str = DEFAULT_ENDPOINT
+    period_ms: int = Field(default=10, ge=1, le=10_000)
+    impairments: ImpairmentConfig = ImpairmentConfig()
+
+    @model_validator(mode="after")
+    def _loopback_unless_explicit(self) -> TelemetryConfig:
+        if not self.endpoint.startswith(("tcp://", "ipc://", "inproc://")):
+            raise ValueError(f"endpoint {self.endpoint!r} is not a ZeroMQ tcp://, ipc:// or inproc:// endpoint")
+        return self
+
+
+class CellConfig(Strict):
+    cell_id: int = Field(default=1, ge=0, le=0xFFFFFFFF)
+    namespace_prefix: str = Field(default="rnf", pattern=r"^[a-z][a-z0-9]{0,7}$")
+    scheduler: Literal["dedicated", "round_robin", "max_ci", "proportional_fair"] = "dedicated"
+    pf_window_ttis: int = Field(default=100, ge=1)
+    prb: int = Field(default=100, ge=6, le=100)
+    seed: int = 1
+    realtime_priority: int = Field(default=0, ge=0, le=99)
+    packet_log: bool = True
+    wired: WiredConfig = WiredConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
+    ues: list[UeConfig] = Field(min_length=1, max_length=64)
+
+    @model_validator(mode="after")
+    def _unique_ues(self) -> CellConfig:
+        addresses = [str(ip) for ip in self.ue_ips()]
+        if len(set(addresses)) != len(addresses):
+            raise ValueError(f"two UEs share an IP address: {addresses}")
+        rntis = self.rntis()
+        if len(set(rntis)) != len(rntis):
+            raise ValueError(f"two UEs share an RNTI: {rntis}")
+        return self
+
+    def ue_ips(self) -> list[ipaddress.IPv4Address]:
+        """UE addresses: as configured, else 172.16.0.2, .3, ... as srsepc hands them out."""
+        return [ue.ip or ipaddress.IPv4Address("172.16.0.2") + i for i, ue in enumerate(self.ues)]
+
+    def rntis(self) -> list[int]:
+        """RNTIs: as configured, else 0x46, 0x47, ... as srsenb assigns them."""
+        return [ue.rnti or 0x46 + i for i, ue in enumerate(self.ues)]
+
+
+def format_validation_error(source: str, error: ValidationError) -> str:
+    """One line per problem: `source: field.path: message`."""
+    lines = []
+    for problem in error.errors():
+        location = ".".join(
+            f"[{part}]" if isinstance(part, int) else str(part)
+            for part in problem["loc"]
+            if part not in TRACE_TAGS and not str(part).startswith("function-")
+        ).replace(".[", "[")
+        message = problem["msg"].removeprefix("Value error, ")
+        lines.append(f"{source}: {location or '(top level)'}: {message}")
+    return "\n".join(lines)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise UserError(f"{path}: no such file") from error
+    except tomllib.TOMLDecodeError as error:
+        raise UserError(f"{path}: not valid TOML: {error}") from error
+
+
+def resolve_paths(data: Any, base: Path) -> Any:
+    """Make every `file = ...` in a config relative to the config file's folder."""
+    if isinstance(data, dict):
+        return {
+            k: (str(base / v) if k == "file" and isinstance(v, str) else resolve_paths(v, base))
+            for k, v in data.items()
+        }
+    if isinstance(data, list):
+        return [resolve_paths(v, base) for v in data]
+    return data
+
+
+def parse_cell(data: dict[str, Any], source: str) -> CellConfig:
+    try:
+        return CellConfig.model_validate(data)
+    except ValidationError as error:
+        raise UserError(format_validation_error(source, error)) from None
+
+
+def load_cell(path: Path) -> CellConfig:
+    """A cell file (TOML); trace files are relative to it."""
+    return parse_cell(resolve_paths(read_toml(path), path.parent), str(path))

@@ -1,0 +1,260 @@
+"""Capacity traces: per-UE bytes per 1 ms TTI, from files or generators, as the datapath reads them.
+
+A trace is a numpy `uint32` array, one entry per TTI: the bytes the air interface can carry to the UE in that
+TTI if the whole TTI is given to it. `OUTAGE` marks an outage TTI (no capacity, outage flag set). Traces loop.
+All functions here are pure: files in, arrays out, errors naming the file and line.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from rnf_cell.config import (
+    ConstantTrace,
+    MarkovTrace,
+    OnOffTrace,
+    Outage,
+    PiecewiseTrace,
+    TraceFile,
+    TraceSpec,
+)
+
+TTI_S = 1e-3
+MAHIMAHI_PACKET_BYTES = 1500
+OUTAGE = np.uint32(0xFFFFFFFF)
+MAX_TTIS = 3_600_000  # one hour of 1 ms TTIs
+Trace = npt.NDArray[np.uint32]
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be read; the message names the file and the line."""
+
+
+def from_rates(rates_bps: npt.ArrayLike) -> Trace:
+    """Bytes per TTI from a rate per TTI (bit/s), carrying fractions so the total is exact."""
+    rates = np.asarray(rates_bps, dtype=np.float64)
+    cumulative = np.floor(np.cumsum(rates * TTI_S / 8.0) + 1e-6)
+    return np.diff(cumulative, prepend=0.0).astype(np.uint32)
+
+
+def capacity_bps(trace: Trace) -> npt.NDArray[np.float64]:
+    """Rate per TTI in bit/s (outage TTIs as 0)."""
+    return np.where(trace == OUTAGE, 0, trace).astype(np.float64) * 8.0 / TTI_S
+
+
+def usable_bytes(trace: Trace) -> npt.NDArray[np.int64]:
+    """Bytes per TTI with outage TTIs as 0."""
+    return np.where(trace == OUTAGE, 0, trace).astype(np.int64)
+
+
+def _ttis(duration_s: float) -> int:
+    count = round(duration_s / TTI_S)
+    if not 1 <= count <= MAX_TTIS:
+        raise TraceError(f"a trace of {duration_s} s is outside 1 ms .. {MAX_TTIS * TTI_S:.0f} s")
+    return count
+
+
+def constant(rate_mbps: float, duration_s: float = 1.0) -> Trace:
+    return from_rates(np.full(_ttis(duration_s), rate_mbps * 1e6))
+
+
+def piecewise(min_mbps: float, max_mbps: float, period_s: float, duration_s: float, rng: np.random.Generator) -> Trace:
+    """Paper 000 Fig. 11: a rate drawn uniformly in [min, max] every `period_s`, held in between."""
+    ttis = _ttis(duration_s)
+    per_period = max(1, round(period_s / TTI_S))
+    periods = math.ceil(ttis / per_period)
+    levels = rng.uniform(min_mbps, max_mbps, size=periods) * 1e6
+    return from_rates(np.repeat(levels, per_period)[:ttis])
+
+
+def onoff(rate_mbps: float, on_s: float, off_s: float) -> Trace:
+    """`on_s` at `rate_mbps`, then an outage of `off_s`; loops."""
+    on = constant(rate_mbps, on_s)
+    return np.concatenate([on, np.full(_ttis(off_s), OUTAGE, dtype=np.uint32)])
+
+
+def markov(
+    good_mbps: float, bad_mbps: float, mean_good_s: float, mean_bad_s: float, duration_s: float, rng: np.random.Generator
+) -> Trace:
+    """Two-state Markov channel (Gilbert-Elliott style) with exponential sojourn times, starting good."""
+    ttis = _ttis(duration_s)
+    rates = np.empty(ttis)
+    position, good = 0, True
+    while position < ttis:
+        length = max(1, round(rng.exponential(mean_good_s if good else mean_bad_s) / TTI_S))
+        rates[position : position + length] = (good_mbps if good else bad_mbps) * 1e6
+        position += length
+        good = not good
+    return from_rates(rates)
+
+
+def read_mahimahi(path: Path) -> Trace:
+    """Mahimahi format: one line per 1500-byte delivery opportunity, its time in ms; the trace loops at the last.
+
+    Several lines with the same millisecond are several opportunities in that millisecond.
+    """
+    times: list[int] = []
+    for number, text in enumerate(_lines(path), start=1):
+        text = text.strip()
+        if not text:
+            continue
+        if not text.isdigit():
+            raise TraceError(f"{path}:{number}: expected a whole number of milliseconds, got {text[:30]!r}")
+        value = int(text)
+        if times and value < times[-1]:
+            raise TraceError(f"{path}:{number}: timestamp {value} ms goes back in time (previous {times[-1]} ms)")
+        times.append(value)
+    if not times or times[-1] == 0:
+        raise TraceError(f"{path}: no delivery opportunity after 0 ms; a Mahimahi trace needs a positive last time")
+    length = times[-1]
+    if length > MAX_TTIS:
+        raise TraceError(f"{path}: {length} ms is longer than {MAX_TTIS} ms")
+    # An opportunity at time t ms (t >= 1; t = 0 counts as 1) falls in TTI t-1, so the loop is `length` TTIs.
+    counts = np.bincount(np.maximum(np.asarray(times) - 1, 0), minlength=length)
+    return (counts * MAHIMAHI_PACKET_BYTES).astype(np.uint32)
+
+
+_CSV_TTI = ("tti", "bytes")
+_CSV_RATE = ("time_s", "rate_mbps")
+
+
+def read_csv(path: Path) -> Trace:
+    """Either `tti,bytes` (one row per TTI, bytes per TTI) or `time_s,rate_mbps` (a rate from that time on).
+
+    With `time_s,rate_mbps` the last row ends the trace: its time is the trace length and its rate is unused.
+    A negative rate or bytes value marks an outage.
+    """
+    rows = list(csv.reader(_lines(path)))
+    if not rows:
+        raise TraceError(f"{path}: empty file")
+    header = tuple(cell.strip() for cell in rows[0])
+    if header not in (_CSV_TTI, _CSV_RATE):
+        raise TraceError(f"{path}:1: header must be `tti,bytes` or `time_s,rate_mbps`, got {','.join(header)!r}")
+    values: list[tuple[float, float]] = []
+    for number, row in enumerate(rows[1:], start=2):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) != 2:
+            raise TraceError(f"{path}:{number}: expected 2 columns, got {len(row)}")
+        try:
+            values.append((float(row[0]), float(row[1])))
+        except ValueError:
+            raise TraceError(f"{path}:{number}: not a number: {','.join(row)[:40]!r}") from None
+    if not values:
+        raise TraceError(f"{path}: no data rows")
+    if header == _CSV_TTI:
+        ttis = np.array([v[0] for v in values])
+        if not np.array_equal(ttis, np.arange(len(values))):
+            raise TraceError(f"{path}: the tti column must count 0, 1, 2, ... without gaps")
+        column = np.array([v[1] for v in values])
+        return np.where(column < 0, OUTAGE, np.round(column)).astype(np.uint32)
+    times = np.array([v[0] for v in values])
+    if times[0] != 0 or np.any(np.diff(times) <= 0):
+        raise TraceError(f"{path}: time_s must start at 0 and increase strictly")
+    edges = np.round(times / TTI_S).astype(int)
+    rates = np.zeros(_ttis(times[-1]))
+    outage = np.zeros(len(rates), dtype=bool)
+    for (start, end), rate in zip(zip(edges[:-1], edges[1:], strict=True), (v[1] for v in values[:-1]), strict=True):
+        rates[start:end] = max(rate, 0.0) * 1e6
+        outage[start:end] = rate < 0
+    trace = from_rates(rates)
+    trace[outage] = OUTAGE
+    return trace
+
+
+_LP_TELEMETRY = re.compile(r"^telemetry(?:,\S*)? (\S+) (\d+)$")
+
+
+def read_telemetry(path: Path) -> Trace:
+    """Replay of telemetry recorded from an eNB (line protocol, `telemetry` measurement of `rnf run`/`rnf cell`).
+
+    Each period's scheduled bytes are spread evenly over its TTIs, and outage periods become outage TTIs. What
+    the eNB scheduled is a lower bound of what it could have carried where its queue ran empty; recordings of a
+    backlogged UE replay its capacity. Only the first UE found in the file is used (filter the file per UE).
+    """
+    periods: list[tuple[int, int, bool]] = []
+    ue: str | None = None
+    for number, text in enumerate(_lines(path), start=1):
+        match = _LP_TELEMETRY.match(text.strip())
+        if match is None:
+            continue
+        tags = dict(part.split("=", 1) for part in text.split(" ", 1)[0].split(",")[1:] if "=" in part)
+        this_ue = tags.get("rnti") or tags.get("ue") or ""
+        if ue is None:
+            ue = this_ue
+        elif this_ue != ue:
+            continue
+        fields = dict(part.split("=", 1) for part in match[1].split(","))
+        try:
+            sched = int(fields["sched_new_bytes"].rstrip("i")) + int(fields["sched_retx_bytes"].rstrip("i"))
+            period_ttis = max(1, round(int(fields["period_us"].rstrip("i")) / 1000))
+        except (KeyError, ValueError) as error:
+            raise TraceError(f"{path}:{number}: telemetry point lacks {error}") from None
+        periods.append((sched, period_ttis, fields.get("outage") == "true"))
+    if not periods:
+        raise TraceError(f"{path}: no `telemetry` points (line protocol recorded by rnf)")
+    parts = []
+    for sched, period_ttis, outage in periods:
+        if outage:
+            parts.append(np.full(period_ttis, OUTAGE, dtype=np.uint32))
+        else:
+            parts.append(from_rates(np.full(period_ttis, sched * 8.0 / (period_ttis * TTI_S))))
+    return np.concatenate(parts)
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such trace file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise TraceError(f"{path}: cannot read: {error}") from None
+
+
+def build(spec: TraceSpec, rng: np.random.Generator) -> Trace:
+    """The trace a configuration names."""
+    match spec:
+        case TraceFile(format="mahimahi"):
+            trace = read_mahimahi(spec.file)
+        case TraceFile(format="csv"):
+            trace = read_csv(spec.file)
+        case TraceFile(format="telemetry"):
+            trace = read_telemetry(spec.file)
+        case ConstantTrace():
+            return constant(spec.rate_mbps)
+        case PiecewiseTrace():
+            return piecewise(spec.min_mbps, spec.max_mbps, spec.period_s, spec.duration_s, rng)
+        case OnOffTrace():
+            return onoff(spec.rate_mbps, spec.on_s, spec.off_s)
+        case MarkovTrace():
+            return markov(spec.good_mbps, spec.bad_mbps, spec.mean_good_s, spec.mean_bad_s, spec.duration_s, rng)
+    if spec.scale != 1.0:
+        outage = trace == OUTAGE
+        trace = from_rates(capacity_bps(trace) * spec.scale)
+        trace[outage] = OUTAGE
+    return trace
+
+
+def with_outages(trace: Trace, outages: Sequence[Outage]) -> Trace:
+    """Lay outages over a trace; the trace is unrolled (looped) as far as the last outage reaches."""
+    if not outages:
+        return trace
+    end = max(round((o.start_s + o.duration_s) / TTI_S) for o in outages)
+    repeats = math.ceil(end / len(trace))
+    result = np.tile(trace, repeats) if repeats > 1 else trace.copy()
+    for outage in outages:
+        start = round(outage.start_s / TTI_S)
+        result[start : start + round(outage.duration_s / TTI_S)] = OUTAGE
+    return result
+
+
+def write(trace: Trace, path: Path) -> None:
+    """The datapath's file: little-endian u32 per TTI."""
+    path.write_bytes(trace.astype("<u4").tobytes())
