@@ -44,12 +44,30 @@ def test_invalid_vector_is_rejected_with_its_kind(name):
 def test_basic_vector_matches_spec_table_assembled_by_hand():
     # Offsets from SPEC.md, packed field by field, independently of the codec's struct format.
     parts = [
-        (0, "<B", 1), (1, "<B", 0x02), (2, "<H", 96), (4, "<I", 1), (8, "<H", 0x46), (10, "<B", 3),
-        (11, "<B", 0), (16, "<Q", 1_763_700_000_123_456_789), (24, "<Q", 123_456), (32, "<I", 42),
-        (36, "<I", 10_000), (40, "<I", 45_120), (44, "<I", 1_500), (48, "<I", 31), (52, "<I", 0),
-        (56, "<I", 128), (60, "<I", 9), (64, "<Q", 19_872), (72, "<Q", 632), (80, "<f", 17.25),
-        (84, "<f", 11.5), (88, "<I", 2), (92, "<I", 2_904),
-    ]  # fmt: skip
+        (0, "<B", 1),
+        (1, "<B", 0x02),
+        (2, "<H", 96),
+        (4, "<I", 1),
+        (8, "<H", 0x46),
+        (10, "<B", 3),
+        (11, "<B", 0),
+        (16, "<Q", 1_763_700_000_123_456_789),
+        (24, "<Q", 123_456),
+        (32, "<I", 42),
+        (36, "<I", 10_000),
+        (40, "<I", 45_120),
+        (44, "<I", 1_500),
+        (48, "<I", 31),
+        (52, "<I", 0),
+        (56, "<I", 128),
+        (60, "<I", 9),
+        (64, "<Q", 19_872),
+        (72, "<Q", 632),
+        (80, "<f", 17.25),
+        (84, "<f", 11.5),
+        (88, "<I", 2),
+        (92, "<I", 2_904),
+    ]
     payload = bytearray(96)
     for offset, fmt, value in parts:
         struct.pack_into(fmt, payload, offset, value)
@@ -66,9 +84,18 @@ def test_longer_payload_of_a_later_minor_revision_is_read():
 
 def test_derived_rate_and_queue():
     message = TelemetryMessage(
-        cell_id=1, rnti=70, lcid=3, timestamp_ns=0, tti=0, seq=0, period_us=10_000,
-        dl_queue_new_bytes=1000, dl_queue_retx_bytes=500, dl_sched_new_bytes=12_000, dl_sched_retx_bytes=500,
-    )  # fmt: skip
+        cell_id=1,
+        rnti=70,
+        lcid=3,
+        timestamp_ns=0,
+        tti=0,
+        seq=0,
+        period_us=10_000,
+        dl_queue_new_bytes=1000,
+        dl_queue_retx_bytes=500,
+        dl_sched_new_bytes=12_000,
+        dl_sched_retx_bytes=500,
+    )
     assert message.queue_bytes == 1500
     assert message.sched_rate_bps == pytest.approx(10e6)
 

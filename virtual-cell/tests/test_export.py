@@ -12,11 +12,29 @@ CONFIG = parse_cell({"ues": [{"trace": {"generator": "constant", "rate_mbps": 10
 
 
 def report(**changes) -> UeReport:
-    values = dict(ue=0, period=3, tti_end=39, time_ns=1_000, queue_new_bytes=3000, queue_retx_bytes=200,
-                  queue_sdus=3, sched_new_bytes=11_000, sched_retx_bytes=500, grant_ttis=10, capacity_bytes=12_500,
-                  granted_capacity_bytes=12_500, backlogged_capacity_bytes=12_500, backlogged_ttis=10,
-                  arrived_bytes=12_000, arrived_sdus=8, delivered_bytes=11_000, delivered_sdus=7, dropped_sdus=1,
-                  dropped_bytes=1500, outage_ttis=0)  # fmt: skip
+    values = dict(
+        ue=0,
+        period=3,
+        tti_end=39,
+        time_ns=1_000,
+        queue_new_bytes=3000,
+        queue_retx_bytes=200,
+        queue_sdus=3,
+        sched_new_bytes=11_000,
+        sched_retx_bytes=500,
+        grant_ttis=10,
+        capacity_bytes=12_500,
+        granted_capacity_bytes=12_500,
+        backlogged_capacity_bytes=12_500,
+        backlogged_ttis=10,
+        arrived_bytes=12_000,
+        arrived_sdus=8,
+        delivered_bytes=11_000,
+        delivered_sdus=7,
+        dropped_sdus=1,
+        dropped_bytes=1500,
+        outage_ttis=0,
+    )
     return UeReport(**(values | changes))
 
 

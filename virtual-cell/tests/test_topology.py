@@ -19,7 +19,7 @@ def test_plan_names_devices_like_srsran():
 
 
 def test_ue_outside_the_subnet_is_refused():
-    with pytest.raises(UserError, match="must be in 172.16.0.0/24"):
+    with pytest.raises(UserError, match=r"must be in 172\.16\.0\.0/24"):
         plan(Names("t", 1), [ipaddress.IPv4Address("10.0.0.2")])
 
 
@@ -30,7 +30,8 @@ def test_namespaces_are_built_and_removed_and_leftovers_cleared():
     subprocess.run(["ip", "netns", "add", f"{prefix}-server"], check=True)  # a crashed run's leftover
     with Topology(names, UES[:1]):
         assert leftovers(prefix) == sorted(names.all)
-        ping = subprocess.run(["ip", "netns", "exec", names.core, "ping", "-c1", "-W1", "10.20.0.1"],
-                              capture_output=True)  # fmt: skip
+        ping = subprocess.run(
+            ["ip", "netns", "exec", names.core, "ping", "-c1", "-W1", "10.20.0.1"], capture_output=True
+        )
         assert ping.returncode == 0
     assert leftovers(prefix) == []

@@ -14,8 +14,9 @@ import numpy.typing as npt
 
 from rnf_experiments import lineprotocol, metrics
 
-PACKET_RECORD = np.dtype([("ue", "<u2"), ("length", "<u2"), ("reserved", "<u4"), ("arrival_ns", "<u8"),
-                          ("delivery_ns", "<u8")])  # fmt: skip
+PACKET_RECORD = np.dtype(
+    [("ue", "<u2"), ("length", "<u2"), ("reserved", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
+)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,9 @@ def summarize(run: ArmRun) -> dict[str, Any]:
     in_window = (run.packets["arrival_ns"] >= start) & (run.packets["delivery_ns"] <= end)
     delays_ms = (run.packets["delivery_ns"][in_window] - run.packets["arrival_ns"][in_window]) / 1e6
     goodputs = [
-        metrics.goodput_bps(f["received_bytes"], f["start_ns"], f["last_byte_ns"]) for f in run.flows if f["last_byte_ns"]
+        metrics.goodput_bps(f["received_bytes"], f["start_ns"], f["last_byte_ns"])
+        for f in run.flows
+        if f["last_byte_ns"]
     ]
     ues = list(per_ue.values())
     return {

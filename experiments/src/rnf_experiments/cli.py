@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-
 from rnf_cli.errors import UserError
 
 from rnf_experiments import report as reporting
@@ -18,15 +17,27 @@ console = Console(highlight=False)
 
 @click.command("run")
 @click.argument("scenario_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override a scenario value, e.g. --set duration_s=5 --set cell.ues.0.backhaul_delay_ms=20.")  # fmt: skip
-@click.option("--output", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
-              show_default=True, help="Folder the results folder is created in.")  # fmt: skip
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a scenario value, e.g. --set duration_s=5 --set cell.ues.0.backhaul_delay_ms=20.",
+)
+@click.option(
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Folder the results folder is created in.",
+)
 def run(scenario_file: Path, overrides: tuple[str, ...], output: Path) -> None:
     """Run every arm of SCENARIO_FILE on the same traces and seed, then print the comparison."""
     scenario, raw = load_scenario(scenario_file, list(overrides))
-    console.print(f"scenario [bold]{scenario.name}[/]: {len(scenario.arms)} arms x {scenario.repetitions} "
-                  f"repetitions x {scenario.duration_s:g} s")  # fmt: skip
+    console.print(
+        f"scenario [bold]{scenario.name}[/]: {len(scenario.arms)} arms x {scenario.repetitions} "
+        f"repetitions x {scenario.duration_s:g} s"
+    )
     results = run_scenario(scenario, raw, list(overrides), output)
     summary = reporting.summarize_results(results)
     reporting.print_table({results.name: summary}, console)

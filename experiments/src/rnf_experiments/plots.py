@@ -8,10 +8,10 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from rnf_experiments.analysis import ArmRun  # noqa: E402
+from rnf_experiments.analysis import ArmRun
 
 
 def time_series(run: ArmRun, path: Path) -> None:

@@ -35,17 +35,31 @@ def _cell(value: float, scale: float = 1.0, digits: int = 1) -> str:
 def table(summaries: dict[str, dict[str, Any]]) -> Table:
     """One row per arm (per results folder when several are compared)."""
     result = Table(title="arms compared (mean over repetitions)")
-    for column in ("results", "arm", "utilization %", "goodput Mbit/s", "queue p50 kB", "queue p95 kB",
-                   "delay p95 ms", "drops", "runs"):  # fmt: skip
+    for column in (
+        "results",
+        "arm",
+        "utilization %",
+        "goodput Mbit/s",
+        "queue p50 kB",
+        "queue p95 kB",
+        "delay p95 ms",
+        "drops",
+        "runs",
+    ):
         result.add_column(column, justify="left" if column in ("results", "arm") else "right")
     for name, summary in summaries.items():
         for arm, values in summary["arms"].items():
             result.add_row(
-                name, arm, _cell(values["utilization"], 100), _cell(values["goodput_mbps"], digits=2),
-                _cell(values["queue_p50_bytes"], 1e-3), _cell(values["queue_p95_bytes"], 1e-3),
-                _cell(values["delay_p95_ms"]), _cell(values["rlc_drops_sdus"], digits=0),
+                name,
+                arm,
+                _cell(values["utilization"], 100),
+                _cell(values["goodput_mbps"], digits=2),
+                _cell(values["queue_p50_bytes"], 1e-3),
+                _cell(values["queue_p95_bytes"], 1e-3),
+                _cell(values["delay_p95_ms"]),
+                _cell(values["rlc_drops_sdus"], digits=0),
                 str(values["repetitions"]),
-            )  # fmt: skip
+            )
     return result
 
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
 from rnf_cell.cell import VirtualCell
 from rnf_cell.config import CellConfig
 from rnf_cell.topology import SERVER_IP
@@ -80,9 +79,19 @@ class ArmContext:
 
 async def _start_server(cell: VirtualCell) -> asyncio.subprocess.Process:
     process = await asyncio.create_subprocess_exec(
-        "ip", "netns", "exec", cell.names.server, sys.executable, "-m", "rnf_experiments.traffic", "server",
-        "--port", str(TRAFFIC_PORT), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        "ip",
+        "netns",
+        "exec",
+        cell.names.server,
+        sys.executable,
+        "-m",
+        "rnf_experiments.traffic",
+        "server",
+        "--port",
+        str(TRAFFIC_PORT),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     assert process.stdout is not None
     try:
         ready = await asyncio.wait_for(process.stdout.readline(), 10)
@@ -107,11 +116,31 @@ async def _run_flows(context: ArmContext, cell: VirtualCell) -> None:
             duration = 0.0 if traffic.bytes else max(scenario.duration_s - delay, 0.1)
             clients.append(
                 await asyncio.create_subprocess_exec(
-                    "ip", "netns", "exec", cell.names.ue(ue), sys.executable, "-m", "rnf_experiments.traffic",
-                    "client", "--name", name, "--server", str(SERVER_IP), "--port", str(TRAFFIC_PORT),
-                    "--bytes", str(traffic.bytes), "--duration", str(duration), "--cc", context.arm.cc,
-                    "--delay", str(delay), "--out", str(flows_dir / f"{name}.json"),
-                )  # fmt: skip
+                    "ip",
+                    "netns",
+                    "exec",
+                    cell.names.ue(ue),
+                    sys.executable,
+                    "-m",
+                    "rnf_experiments.traffic",
+                    "client",
+                    "--name",
+                    name,
+                    "--server",
+                    str(SERVER_IP),
+                    "--port",
+                    str(TRAFFIC_PORT),
+                    "--bytes",
+                    str(traffic.bytes),
+                    "--duration",
+                    str(duration),
+                    "--cc",
+                    context.arm.cc,
+                    "--delay",
+                    str(delay),
+                    "--out",
+                    str(flows_dir / f"{name}.json"),
+                )
             )
     limit = scenario.duration_s + 30 if not traffic.bytes else scenario.duration_s
     try:
@@ -126,8 +155,13 @@ async def run_arm(context: ArmContext) -> VirtualCell:
     cell_config = CellConfig.model_validate(
         context.scenario.cell.model_dump(exclude={"kind"}) | {"seed": context.scenario.seed + context.repetition}
     )
-    tags = {"run": context.run_id, "scenario": context.scenario.name, "arm": context.arm.name,
-            "repetition": str(context.repetition), "cell_kind": "virtual"}  # fmt: skip
+    tags = {
+        "run": context.run_id,
+        "scenario": context.scenario.name,
+        "arm": context.arm.name,
+        "repetition": str(context.repetition),
+        "cell_kind": "virtual",
+    }
     recorder = FileRecorder(context.directory / "series.lp", base_tags=tags)
     cell = VirtualCell(cell_config, context.directory, recorder)
     try:
@@ -150,8 +184,13 @@ def run_scenario(scenario: Scenario, raw: dict[str, Any], overrides: list[str], 
     (results / "runs").mkdir(parents=True, exist_ok=False)
     write_metadata(results, scenario, raw, overrides)
     plan = schedule(scenario)
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f} s"),
-               TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f} s"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, transient=False) as progress:
         total = progress.add_task("scenario", total=len(plan) * scenario.duration_s)
         for index, (repetition, arm) in enumerate(plan):

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
 from rnf_cell.config import CellConfig, format_validation_error, read_toml, resolve_paths
 from rnf_cli.errors import UserError
 
@@ -77,7 +76,7 @@ def apply_override(data: dict[str, Any], path: list[str], value: Any, source: st
     for depth, part in enumerate(path[:-1]):
         if isinstance(node, list):
             if not part.isdigit() or int(part) >= len(node):
-                raise UserError(f"--set {'.'.join(path)}: {'.'.join(path[:depth + 1])} is not an index of {source}")
+                raise UserError(f"--set {'.'.join(path)}: {'.'.join(path[: depth + 1])} is not an index of {source}")
             node = node[int(part)]
         else:
             node = node.setdefault(part, {})

@@ -84,13 +84,31 @@ def encode(message: TelemetryMessage) -> bytes:
     flags = (FLAG_OUTAGE if message.outage else 0) | (FLAG_UE_IP_VALID if message.ue_ip else 0)
     ip = ipaddress.IPv4Address(message.ue_ip).packed if message.ue_ip else bytes(4)
     return _LAYOUT.pack(
-        VERSION, flags, PAYLOAD_SIZE, message.cell_id, message.rnti, message.lcid, 0, ip,
-        message.timestamp_ns, message.tti, message.seq, message.period_us,
-        message.dl_queue_new_bytes, message.dl_queue_retx_bytes, message.dl_queue_sdus,
-        message.dl_queue_limit_bytes, message.dl_queue_limit_sdus, message.dl_grant_ttis,
-        message.dl_sched_new_bytes, message.dl_sched_retx_bytes, message.mean_mcs, message.mean_cqi,
-        message.dl_dropped_sdus, message.dl_dropped_bytes,
-    )  # fmt: skip
+        VERSION,
+        flags,
+        PAYLOAD_SIZE,
+        message.cell_id,
+        message.rnti,
+        message.lcid,
+        0,
+        ip,
+        message.timestamp_ns,
+        message.tti,
+        message.seq,
+        message.period_us,
+        message.dl_queue_new_bytes,
+        message.dl_queue_retx_bytes,
+        message.dl_queue_sdus,
+        message.dl_queue_limit_bytes,
+        message.dl_queue_limit_sdus,
+        message.dl_grant_ttis,
+        message.dl_sched_new_bytes,
+        message.dl_sched_retx_bytes,
+        message.mean_mcs,
+        message.mean_cqi,
+        message.dl_dropped_sdus,
+        message.dl_dropped_bytes,
+    )
 
 
 def encode_multipart(message: TelemetryMessage) -> list[bytes]:
@@ -110,23 +128,58 @@ def decode(payload: bytes) -> TelemetryMessage:
     if len(payload) < length:
         raise DecodeError("truncated", f"{len(payload)} bytes, the length field says {length}")
     (
-        _version, flags, _length, cell_id, rnti, lcid, reserved, ip, timestamp_ns, tti, seq, period_us,
-        queue_new, queue_retx, queue_sdus, limit_bytes, limit_sdus, grant_ttis, sched_new, sched_retx,
-        mean_mcs, mean_cqi, dropped_sdus, dropped_bytes,
-    ) = _LAYOUT.unpack_from(payload)  # fmt: skip
+        _version,
+        flags,
+        _length,
+        cell_id,
+        rnti,
+        lcid,
+        reserved,
+        ip,
+        timestamp_ns,
+        tti,
+        seq,
+        period_us,
+        queue_new,
+        queue_retx,
+        queue_sdus,
+        limit_bytes,
+        limit_sdus,
+        grant_ttis,
+        sched_new,
+        sched_retx,
+        mean_mcs,
+        mean_cqi,
+        dropped_sdus,
+        dropped_bytes,
+    ) = _LAYOUT.unpack_from(payload)
     if flags & ~_KNOWN_FLAGS:
         raise DecodeError("field", f"unknown flag bits 0x{flags & ~_KNOWN_FLAGS:02x}")
     if reserved:
         raise DecodeError("field", f"reserved byte is {reserved}, not 0")
     return TelemetryMessage(
-        cell_id=cell_id, rnti=rnti, lcid=lcid, timestamp_ns=timestamp_ns, tti=tti, seq=seq,
-        period_us=period_us, dl_queue_new_bytes=queue_new, dl_queue_retx_bytes=queue_retx,
-        dl_queue_sdus=queue_sdus, dl_queue_limit_bytes=limit_bytes, dl_queue_limit_sdus=limit_sdus,
-        dl_grant_ttis=grant_ttis, dl_sched_new_bytes=sched_new, dl_sched_retx_bytes=sched_retx,
-        mean_mcs=mean_mcs, mean_cqi=mean_cqi, dl_dropped_sdus=dropped_sdus, dl_dropped_bytes=dropped_bytes,
+        cell_id=cell_id,
+        rnti=rnti,
+        lcid=lcid,
+        timestamp_ns=timestamp_ns,
+        tti=tti,
+        seq=seq,
+        period_us=period_us,
+        dl_queue_new_bytes=queue_new,
+        dl_queue_retx_bytes=queue_retx,
+        dl_queue_sdus=queue_sdus,
+        dl_queue_limit_bytes=limit_bytes,
+        dl_queue_limit_sdus=limit_sdus,
+        dl_grant_ttis=grant_ttis,
+        dl_sched_new_bytes=sched_new,
+        dl_sched_retx_bytes=sched_retx,
+        mean_mcs=mean_mcs,
+        mean_cqi=mean_cqi,
+        dl_dropped_sdus=dropped_sdus,
+        dl_dropped_bytes=dropped_bytes,
         ue_ip=str(ipaddress.IPv4Address(ip)) if flags & FLAG_UE_IP_VALID else None,
         outage=bool(flags & FLAG_OUTAGE),
-    )  # fmt: skip
+    )
 
 
 def decode_multipart(frames: list[bytes]) -> TelemetryMessage:

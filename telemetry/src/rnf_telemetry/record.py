@@ -65,9 +65,7 @@ class FileRecorder:
         self._lock = threading.Lock()
         self.points = 0
 
-    def record(
-        self, measurement: str, tags: Mapping[str, str], fields: Mapping[str, FieldValue], time_ns: int
-    ) -> None:
+    def record(self, measurement: str, tags: Mapping[str, str], fields: Mapping[str, FieldValue], time_ns: int) -> None:
         text = line(measurement, {**self._base_tags, **tags}, fields, time_ns)
         if text is None:
             return
@@ -83,9 +81,7 @@ class FileRecorder:
 class NullRecorder:
     """Records nothing, for commands run without a results folder."""
 
-    def record(
-        self, measurement: str, tags: Mapping[str, str], fields: Mapping[str, FieldValue], time_ns: int
-    ) -> None:
+    def record(self, measurement: str, tags: Mapping[str, str], fields: Mapping[str, FieldValue], time_ns: int) -> None:
         return None
 
     def close(self) -> None:

@@ -19,7 +19,6 @@ from pathlib import Path
 from types import TracebackType
 
 import numpy as np
-
 from rnf_cli.errors import UserError
 from rnf_telemetry.message import TelemetryMessage
 from rnf_telemetry.record import Recorder
@@ -36,9 +35,7 @@ START_TIMEOUT_S = 10.0
 
 
 class VirtualCell:
-    def __init__(
-        self, config: CellConfig, workdir: Path, recorder: Recorder, duration_s: float | None = None
-    ) -> None:
+    def __init__(self, config: CellConfig, workdir: Path, recorder: Recorder, duration_s: float | None = None) -> None:
         self.config = config
         self.workdir = workdir
         self.recorder = recorder
@@ -51,7 +48,10 @@ class VirtualCell:
         self.published = 0
         self.packet_log = workdir / "packets.bin" if config.packet_log else None
         rng = np.random.default_rng(config.seed)
-        self.traces = [traces.with_outages(traces.build(ue.trace, rng), ue.outages) for ue in config.ues]
+        try:
+            self.traces = [traces.with_outages(traces.build(ue.trace, rng), ue.outages) for ue in config.ues]
+        except traces.TraceError as error:
+            raise UserError(str(error)) from None
         self._impairments = Impairments(config.telemetry.impairments, np.random.default_rng(config.seed + 1))
         self._builder = TelemetryBuilder(config)
         self._topology: Topology | None = None
@@ -68,7 +68,10 @@ class VirtualCell:
             path = self.workdir / f"ue{index + 1}.cap"
             traces.write(trace, path)
             trace_files.append(path)
-        self._publisher = Publisher(self.config.telemetry.endpoint)
+        try:
+            self._publisher = Publisher(self.config.telemetry.endpoint)
+        except OSError as error:
+            raise UserError(str(error)) from None
         self._topology = Topology(self.names, self.ue_ips)
         try:
             self._topology.__enter__()

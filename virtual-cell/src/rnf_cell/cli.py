@@ -12,7 +12,6 @@ import click
 import numpy as np
 from rich.console import Console
 from rich.table import Table
-
 from rnf_cli.errors import UserError
 from rnf_telemetry.record import FileRecorder, NullRecorder, Recorder
 
@@ -30,10 +29,13 @@ async def _serve(cell: VirtualCell) -> None:
         loop.add_signal_handler(signum, stop.set)
     async with cell:
         names = cell.names
-        console.print(f"virtual cell up: server ns [bold]{names.server}[/], core ns [bold]{names.core}[/], UEs "
-                      + ", ".join(f"{names.ue(i)} ({ip})" for i, ip in enumerate(cell.ue_ips)))
-        console.print(f"telemetry on {cell.config.telemetry.endpoint} every {cell.config.telemetry.period_ms} ms; "
-                      "Ctrl-C stops")  # fmt: skip
+        console.print(
+            f"virtual cell up: server ns [bold]{names.server}[/], core ns [bold]{names.core}[/], UEs "
+            + ", ".join(f"{names.ue(i)} ({ip})" for i, ip in enumerate(cell.ue_ips))
+        )
+        console.print(
+            f"telemetry on {cell.config.telemetry.endpoint} every {cell.config.telemetry.period_ms} ms; Ctrl-C stops"
+        )
         waiting = asyncio.create_task(cell.wait())
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -47,21 +49,33 @@ def _print_totals(cell: VirtualCell) -> None:
         table.add_column(column, justify="right")
     for ue, totals in sorted(cell.totals.items()):
         sched = totals["sched_new_bytes"] + totals["sched_retx_bytes"]
-        table.add_row(str(ue + 1), f"{totals['capacity_bytes'] / 1e6:.2f}", f"{sched / 1e6:.2f}",
-                      f"{totals['delivered_bytes'] / 1e6:.2f}", str(totals["dropped_sdus"]), str(totals["outage_ttis"]))  # fmt: skip
+        table.add_row(
+            str(ue + 1),
+            f"{totals['capacity_bytes'] / 1e6:.2f}",
+            f"{sched / 1e6:.2f}",
+            f"{totals['delivered_bytes'] / 1e6:.2f}",
+            str(totals["dropped_sdus"]),
+            str(totals["outage_ttis"]),
+        )
     console.print(table)
     if cell.summary:
         lateness = cell.summary.get("tti_lateness_ns", {})
         assert isinstance(lateness, dict)
-        console.print(f"TTIs {cell.summary.get('ttis')}, lateness p99 {lateness.get('p99', 0) / 1e3:.0f} µs, "
-                      f"max {lateness.get('max', 0) / 1e3:.0f} µs")  # fmt: skip
+        console.print(
+            f"TTIs {cell.summary.get('ttis')}, lateness p99 {lateness.get('p99', 0) / 1e3:.0f} µs, "
+            f"max {lateness.get('max', 0) / 1e3:.0f} µs"
+        )
 
 
 @click.command("cell")
 @click.argument("config_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--duration", type=click.FloatRange(min=0.01), help="Stop after this many seconds.")
-@click.option("--record", "record_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write series.lp, packets.bin and the datapath's files to this folder.")  # fmt: skip
+@click.option(
+    "--record",
+    "record_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write series.lp, packets.bin and the datapath's files to this folder.",
+)
 def cell(config_file: Path, duration: float | None, record_dir: Path | None) -> None:
     """Run the virtual cell described by CONFIG_FILE until Ctrl-C (or --duration)."""
     config = load_cell(config_file)
@@ -70,11 +84,7 @@ def cell(config_file: Path, duration: float | None, record_dir: Path | None) -> 
         workdir.mkdir(parents=True, exist_ok=True)
         recorder: Recorder = FileRecorder(workdir / "series.lp") if record_dir else NullRecorder()
         stack.callback(recorder.close)
-        try:
-            virtual_cell = VirtualCell(config, workdir, recorder, duration)
-        except traces.TraceError as error:
-            raise UserError(str(error)) from None
-        asyncio.run(_serve(virtual_cell))
+        asyncio.run(_serve(VirtualCell(config, workdir, recorder, duration)))
 
 
 @click.group("trace")
@@ -84,8 +94,13 @@ def trace() -> None:
 
 @trace.command("show")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--format", "trace_format", type=click.Choice(["csv", "mahimahi", "telemetry"]), default=None,
-              help="File format; default from the extension (.csv, else mahimahi).")  # fmt: skip
+@click.option(
+    "--format",
+    "trace_format",
+    type=click.Choice(["csv", "mahimahi", "telemetry"]),
+    default=None,
+    help="File format; default from the extension (.csv, else mahimahi).",
+)
 def show(path: Path, trace_format: str | None) -> None:
     """Print a trace's length, mean rate and outage share."""
     fmt = trace_format or ("csv" if path.suffix == ".csv" else "telemetry" if path.suffix == ".lp" else "mahimahi")
@@ -95,9 +110,11 @@ def show(path: Path, trace_format: str | None) -> None:
         raise UserError(str(error)) from None
     rates = traces.capacity_bps(capacity)
     outage = float(np.mean(capacity == traces.OUTAGE))
-    console.print(f"{path}: {len(capacity)} TTIs ({len(capacity) / 1000:.3f} s), mean {rates.mean() / 1e6:.3f} Mbit/s, "
-                  f"min/max over 100 ms {_windowed(rates).min() / 1e6:.3f}/{_windowed(rates).max() / 1e6:.3f} Mbit/s, "
-                  f"outage {outage:.1%}")  # fmt: skip
+    console.print(
+        f"{path}: {len(capacity)} TTIs ({len(capacity) / 1000:.3f} s), mean {rates.mean() / 1e6:.3f} Mbit/s, "
+        f"min/max over 100 ms {_windowed(rates).min() / 1e6:.3f}/{_windowed(rates).max() / 1e6:.3f} Mbit/s, "
+        f"outage {outage:.1%}"
+    )
 
 
 def _windowed(rates: np.ndarray) -> np.ndarray:

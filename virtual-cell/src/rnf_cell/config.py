@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
-
 from rnf_cli.errors import UserError
 from rnf_telemetry.transport import DEFAULT_ENDPOINT
 
@@ -67,7 +66,6 @@ class MarkovTrace(Strict):
     mean_good_s: PositiveFloat
     mean_bad_s: PositiveFloat
     duration_s: PositiveFloat = 60.0
-
 
 
 def _trace_kind(data: Any) -> str | None:

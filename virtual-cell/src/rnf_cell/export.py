@@ -13,18 +13,61 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-
 from rnf_telemetry.message import TelemetryMessage
 
 from rnf_cell.config import CellConfig, ImpairmentConfig
 from rnf_cell.datapath import TTI_US, UeReport
 
 # 3GPP TS 36.213 Table 7.2.3-1: CQI 1..15 efficiency, bits per resource element.
-CQI_EFFICIENCY = (0.1523, 0.2344, 0.3770, 0.6016, 0.8770, 1.1758, 1.4766, 1.9141, 2.4063, 2.7305, 3.3223,
-                  3.9023, 4.5234, 5.1152, 5.5547)  # fmt: skip
+CQI_EFFICIENCY = (
+    0.1523,
+    0.2344,
+    0.3770,
+    0.6016,
+    0.8770,
+    1.1758,
+    1.4766,
+    1.9141,
+    2.4063,
+    2.7305,
+    3.3223,
+    3.9023,
+    4.5234,
+    5.1152,
+    5.5547,
+)
 # Approximate bits per resource element of MCS 0..28 (TS 36.213 Table 7.1.7.1-1 TBS over the data REs).
-MCS_EFFICIENCY = (0.15, 0.19, 0.23, 0.31, 0.38, 0.49, 0.60, 0.74, 0.88, 1.03, 1.03, 1.18, 1.33, 1.48, 1.70, 1.91,
-                  2.16, 2.16, 2.41, 2.57, 2.73, 3.03, 3.32, 3.61, 3.90, 4.21, 4.52, 4.82, 5.12)  # fmt: skip
+MCS_EFFICIENCY = (
+    0.15,
+    0.19,
+    0.23,
+    0.31,
+    0.38,
+    0.49,
+    0.60,
+    0.74,
+    0.88,
+    1.03,
+    1.03,
+    1.18,
+    1.33,
+    1.48,
+    1.70,
+    1.91,
+    2.16,
+    2.16,
+    2.41,
+    2.57,
+    2.73,
+    3.03,
+    3.32,
+    3.61,
+    3.90,
+    4.21,
+    4.52,
+    4.82,
+    5.12,
+)
 DATA_RE_PER_PRB = 120  # of 168 per PRB pair, after control region and reference signals
 
 

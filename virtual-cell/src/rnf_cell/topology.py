@@ -77,15 +77,33 @@ def plan(names: Names, ue_ips: Sequence[ipaddress.IPv4Address]) -> list[Command]
     commands: list[Command] = [["ip", "netns", "add", ns] for ns in names.all]
     commands += [["ip", "-n", ns, "link", "set", "lo", "up"] for ns in names.all]
     commands += [
-        ["ip", "link", "add", SERVER_IFNAME, "netns", server, "type", "veth", "peer", WIRE_SERVER_IFNAME, "netns", wire],
+        [
+            "ip",
+            "link",
+            "add",
+            SERVER_IFNAME,
+            "netns",
+            server,
+            "type",
+            "veth",
+            "peer",
+            WIRE_SERVER_IFNAME,
+            "netns",
+            wire,
+        ],
         ["ip", "link", "add", WIRE_CORE_IFNAME, "netns", wire, "type", "veth", "peer", CORE_WAN_IFNAME, "netns", core],
         ["ip", "-n", server, "addr", "add", f"{SERVER_IP}/24", "dev", SERVER_IFNAME],
         ["ip", "-n", core, "addr", "add", f"{CORE_WAN_IP}/24", "dev", CORE_WAN_IFNAME],
         ["ip", "-n", core, "tuntap", "add", "dev", SGI_IFNAME, "mode", "tun"],
         ["ip", "-n", core, "addr", "add", f"{SGI_IP}/{UE_SUBNET.prefixlen}", "dev", SGI_IFNAME],
-    ]  # fmt: skip
+    ]
     # Frames must not exceed the MTU: the wired link is bridged frame by frame in user space.
-    for ns, device in ((server, SERVER_IFNAME), (wire, WIRE_SERVER_IFNAME), (wire, WIRE_CORE_IFNAME), (core, CORE_WAN_IFNAME)):
+    for ns, device in (
+        (server, SERVER_IFNAME),
+        (wire, WIRE_SERVER_IFNAME),
+        (wire, WIRE_CORE_IFNAME),
+        (core, CORE_WAN_IFNAME),
+    ):
         commands.append(["ip", "netns", "exec", ns, "ethtool", "-K", device, "tso", "off", "gso", "off", "gro", "off"])
         commands.append(["ip", "-n", ns, "link", "set", device, "up"])
     commands += [

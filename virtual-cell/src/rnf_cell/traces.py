@@ -8,6 +8,7 @@ All functions here are pure: files in, arrays out, errors naming the file and li
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -81,7 +82,12 @@ def onoff(rate_mbps: float, on_s: float, off_s: float) -> Trace:
 
 
 def markov(
-    good_mbps: float, bad_mbps: float, mean_good_s: float, mean_bad_s: float, duration_s: float, rng: np.random.Generator
+    good_mbps: float,
+    bad_mbps: float,
+    mean_good_s: float,
+    mean_bad_s: float,
+    duration_s: float,
+    rng: np.random.Generator,
 ) -> Trace:
     """Two-state Markov channel (Gilbert-Elliott style) with exponential sojourn times, starting good."""
     ttis = _ttis(duration_s)
@@ -161,7 +167,7 @@ def read_csv(path: Path) -> Trace:
     edges = np.round(times / TTI_S).astype(int)
     rates = np.zeros(_ttis(times[-1]))
     outage = np.zeros(len(rates), dtype=bool)
-    for (start, end), rate in zip(zip(edges[:-1], edges[1:], strict=True), (v[1] for v in values[:-1]), strict=True):
+    for (start, end), (_, rate) in zip(itertools.pairwise(edges), values[:-1], strict=True):
         rates[start:end] = max(rate, 0.0) * 1e6
         outage[start:end] = rate < 0
     trace = from_rates(rates)

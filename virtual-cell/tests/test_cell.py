@@ -1,0 +1,178 @@
+"""The virtual cell end to end: real namespaces, real Linux TCP (iperf3), real ZeroMQ telemetry."""
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rnf_cell import traces
+from rnf_cell.cell import VirtualCell
+from rnf_cell.config import parse_cell
+from rnf_cell.topology import leftovers
+from rnf_telemetry.record import NullRecorder
+from rnf_telemetry.transport import Subscriber
+
+pytestmark = pytest.mark.root
+EXAMPLES = Path(__file__).parents[1] / "examples"
+
+
+async def iperf_download(cell: VirtualCell, seconds: float) -> asyncio.subprocess.Process:
+    await asyncio.create_subprocess_exec(
+        "ip", "netns", "exec", cell.names.server, "iperf3", "-s", "-1", stdout=asyncio.subprocess.DEVNULL
+    )
+    await asyncio.sleep(0.3)
+    client = await asyncio.create_subprocess_exec(
+        "ip",
+        "netns",
+        "exec",
+        cell.names.ue(0),
+        "iperf3",
+        "-c",
+        "10.20.0.2",
+        "-R",
+        "-t",
+        str(seconds),
+        "-C",
+        "cubic",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    return client
+
+
+def test_tcp_download_gets_the_mahimahi_trace_capacity_while_backlogged(cell_data, tmp_path, tun_rx_bytes):
+    cell_data["ues"][0]["trace"] = {"file": str(EXAMPLES / "traces" / "steps.down"), "format": "mahimahi"}
+    config = parse_cell(cell_data, "test")
+    reports = []
+
+    async def scenario() -> tuple[int, int, int, int]:
+        cell = VirtualCell(config, tmp_path, NullRecorder())
+        async with cell:
+            original = cell._record
+            cell._record = lambda report, message: (reports.append(report), original(report, message))  # type: ignore[method-assign]
+            client = await iperf_download(cell, 7)
+            await asyncio.sleep(2.5)  # past slow start: the RLC queue is full from here on
+            t1, rx1 = time.time_ns(), tun_rx_bytes(cell.names.ue(0))
+            await asyncio.sleep(4.0)
+            t2, rx2 = time.time_ns(), tun_rx_bytes(cell.names.ue(0))
+            assert await client.wait() == 0, (await client.stderr.read()).decode()
+        return t1, rx1, t2, rx2
+
+    t1, rx1, t2, rx2 = asyncio.run(scenario())
+    window = [r for r in reports if t1 <= r.time_ns <= t2]
+    assert window and all(r.backlogged_ttis == 10 for r in window), "the queue ran empty: not backlogged"
+    # Trace capacity between t1 and t2 on the datapath's TTI clock (TTI k ends at start + (k+1) ms).
+    start_ns = reports[0].time_ns - (reports[0].tti_end + 1) * 1_000_000
+    capacity = traces.usable_bytes(traces.read_mahimahi(EXAMPLES / "traces" / "steps.down"))
+    first, last = (t1 - start_ns) / 1e6, (t2 - start_ns) / 1e6
+    looped = np.tile(capacity, int(last // len(capacity)) + 2)
+    expected = looped[int(first) : int(last)].sum()
+    delivered = rx2 - rx1
+    assert delivered == pytest.approx(expected, rel=0.01), f"delivered {delivered} B, trace {expected} B"
+
+
+def test_published_telemetry_matches_what_the_ue_kernel_received(cell_data, tmp_path, tun_rx_bytes):
+    config = parse_cell(cell_data, "test")
+
+    async def scenario() -> tuple[list, int, dict]:
+        cell = VirtualCell(config, tmp_path, NullRecorder())
+        async with cell:
+            subscriber = Subscriber(config.telemetry.endpoint)
+            messages = []
+
+            async def collect() -> None:
+                async for message in subscriber:
+                    messages.append(message)
+
+            collector = asyncio.create_task(collect())
+            await asyncio.sleep(0.5)  # subscription established before traffic starts
+            rx_before = tun_rx_bytes(cell.names.ue(0))
+            client = await iperf_download(cell, 3)
+            await client.wait()
+            await asyncio.sleep(1.5)  # the queue drains
+            rx_after = tun_rx_bytes(cell.names.ue(0))
+            collector.cancel()
+            errors = dict(subscriber.tracker.errors) | {"lost": subscriber.tracker.lost}
+            subscriber.close()
+        return messages, rx_after - rx_before, errors
+
+    messages, received, errors = asyncio.run(scenario())
+    assert errors == {"lost": 0}
+    assert [m.seq for m in messages] == list(range(messages[0].seq, messages[0].seq + len(messages)))
+    scheduled = sum(m.dl_sched_new_bytes + m.dl_sched_retx_bytes for m in messages)
+    assert max(m.queue_bytes for m in messages) > 100_000, "the download never filled the queue"
+    assert messages[-1].queue_bytes == 0
+    # Pure ACK/SYN packets of the handshake count on both sides alike; nothing else reaches the UE.
+    assert scheduled == received
+    assert all(m.ue_ip == "172.16.0.2" and m.rnti == 0x46 for m in messages)
+
+
+def rnf(*args: str) -> list[str]:
+    return [sys.executable, "-m", "rnf_cli", *args]
+
+
+def test_killed_cell_leaves_nothing_that_stops_the_next_run(cell_data, tmp_path):
+    cell_file = tmp_path / "cell.toml"
+    prefix = cell_data["namespace_prefix"]
+    endpoint = cell_data["telemetry"]["endpoint"]
+    cell_file.write_text(
+        f'namespace_prefix = "{prefix}"\n[telemetry]\nendpoint = "{endpoint}"\n'
+        '[[ues]]\ntrace = { generator = "constant", rate_mbps = 5 }\n'
+    )
+    first = subprocess.Popen(rnf("cell", str(cell_file)), stdout=subprocess.PIPE, text=True)
+    assert "virtual cell up" in first.stdout.readline()
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert leftovers(prefix), "a killed cell leaves its namespaces behind (its datapath dies with it)"
+    time.sleep(0.3)
+    second = subprocess.run(rnf("cell", str(cell_file), "--duration", "1"), capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr
+    assert "removing leftovers" in second.stderr
+    assert leftovers(prefix) == []
+    assert not any(
+        "rnf-cell-dp" in Path(f"/proc/{p}/cmdline").read_text()
+        for p in os.listdir("/proc")
+        if p.isdigit() and Path(f"/proc/{p}/cmdline").exists()
+    )
+
+
+def test_ctrl_c_stops_cleanly(cell_data, tmp_path):
+    cell_file = tmp_path / "cell.toml"
+    prefix = cell_data["namespace_prefix"]
+    cell_file.write_text(
+        f'namespace_prefix = "{prefix}"\n[telemetry]\nendpoint = "{cell_data["telemetry"]["endpoint"]}"\n'
+        '[[ues]]\ntrace = { generator = "constant", rate_mbps = 5 }\n'
+    )
+    process = subprocess.Popen(rnf("cell", str(cell_file)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "virtual cell up" in process.stdout.readline()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=15)
+    assert process.returncode == 0, err
+    assert "virtual cell totals" in out
+    assert leftovers(prefix) == []
+
+
+def test_user_errors_are_one_line_not_tracebacks(cell_data, tmp_path):
+    missing = tmp_path / "cell.toml"
+    missing.write_text('[[ues]]\ntrace = { file = "nowhere.down", format = "mahimahi" }\n')
+    result = subprocess.run(rnf("cell", str(missing)), capture_output=True, text=True)
+    assert result.returncode == 2 and "nowhere.down: no such trace file" in result.stderr
+    assert "Traceback" not in result.stderr
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        (tmp_path / "busy.toml").write_text(
+            f'namespace_prefix = "{cell_data["namespace_prefix"]}"\n[telemetry]\nendpoint = "tcp://127.0.0.1:{port}"\n'
+            '[[ues]]\ntrace = { generator = "constant", rate_mbps = 5 }\n'
+        )
+        result = subprocess.run(rnf("cell", str(tmp_path / "busy.toml")), capture_output=True, text=True)
+    assert result.returncode == 2 and f"cannot bind telemetry publisher to tcp://127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
