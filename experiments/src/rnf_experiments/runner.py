@@ -29,7 +29,7 @@ from rnf_cell.cell import VirtualCell
 from rnf_cell.config import CellConfig
 from rnf_cell.topology import SERVER_IP
 from rnf_cli.errors import UserError
-from rnf_telemetry.record import FileRecorder
+from rnf_telemetry.record import FileRecorder, Recorder
 
 from rnf_experiments.scenario import Arm, Scenario
 
@@ -104,51 +104,70 @@ async def _start_server(cell: VirtualCell) -> asyncio.subprocess.Process:
     return process
 
 
-async def _run_flows(context: ArmContext, cell: VirtualCell) -> None:
+async def _record_progress(process: asyncio.subprocess.Process, flow: str, ue: int, recorder: Recorder) -> None:
+    """Record a client's progress lines as the `flow` measurement while it runs (grafana/SCHEMA.md)."""
+    assert process.stdout is not None
+    last: tuple[int, int] | None = None
+    while line := await process.stdout.readline():
+        kind, time_text, bytes_text = line.decode().split()
+        if kind != "progress":
+            continue
+        now, received = int(time_text), int(bytes_text)
+        fields: dict[str, int | float] = {"received_bytes": received}
+        if last is not None and now > last[0]:
+            fields["goodput_bps"] = (received - last[1]) * 8e9 / (now - last[0])
+        recorder.record("flow", {"flow": flow, "ue": str(ue + 1)}, fields, now)
+        last = (now, received)
+    await process.wait()
+
+
+async def _run_flows(context: ArmContext, cell: VirtualCell, recorder: Recorder) -> None:
     traffic, scenario = context.scenario.traffic, context.scenario
     flows_dir = context.directory / "flows"
     flows_dir.mkdir()
-    clients = []
+    clients: list[asyncio.Task[None]] = []
+    processes: list[asyncio.subprocess.Process] = []
     for ue in range(len(scenario.cell.ues)):
         for flow in range(traffic.flows_per_ue):
             name = f"ue{ue + 1}-flow{flow + 1}"
             delay = flow * traffic.stagger_s
             duration = 0.0 if traffic.bytes else max(scenario.duration_s - delay, 0.1)
-            clients.append(
-                await asyncio.create_subprocess_exec(
-                    "ip",
-                    "netns",
-                    "exec",
-                    cell.names.ue(ue),
-                    sys.executable,
-                    "-m",
-                    "rnf_experiments.traffic",
-                    "client",
-                    "--name",
-                    name,
-                    "--server",
-                    str(SERVER_IP),
-                    "--port",
-                    str(TRAFFIC_PORT),
-                    "--bytes",
-                    str(traffic.bytes),
-                    "--duration",
-                    str(duration),
-                    "--cc",
-                    context.arm.cc,
-                    "--delay",
-                    str(delay),
-                    "--out",
-                    str(flows_dir / f"{name}.json"),
-                )
+            process = await asyncio.create_subprocess_exec(
+                "ip",
+                "netns",
+                "exec",
+                cell.names.ue(ue),
+                sys.executable,
+                "-m",
+                "rnf_experiments.traffic",
+                "client",
+                "--name",
+                name,
+                "--server",
+                str(SERVER_IP),
+                "--port",
+                str(TRAFFIC_PORT),
+                "--bytes",
+                str(traffic.bytes),
+                "--duration",
+                str(duration),
+                "--cc",
+                context.arm.cc,
+                "--delay",
+                str(delay),
+                "--out",
+                str(flows_dir / f"{name}.json"),
+                stdout=asyncio.subprocess.PIPE,
             )
+            processes.append(process)
+            clients.append(asyncio.create_task(_record_progress(process, name, ue, recorder)))
     limit = scenario.duration_s + 30 if not traffic.bytes else scenario.duration_s
     try:
-        await asyncio.wait_for(asyncio.gather(*(c.wait() for c in clients)), limit)
+        await asyncio.wait_for(asyncio.gather(*clients), limit)
     except TimeoutError:
-        for client in clients:
-            if client.returncode is None:
-                client.kill()
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
 
 
 async def run_arm(context: ArmContext) -> VirtualCell:
@@ -169,7 +188,7 @@ async def run_arm(context: ArmContext) -> VirtualCell:
             server = await _start_server(cell)
             try:
                 await asyncio.sleep(SETTLE_S)
-                await _run_flows(context, cell)
+                await _run_flows(context, cell, recorder)
             finally:
                 server.kill()
                 await server.wait()

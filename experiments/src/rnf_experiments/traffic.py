@@ -16,9 +16,11 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+ProgressCallback = Callable[[int, int], None]
 CHUNK = 256 * 1024
 PROGRESS_INTERVAL_S = 0.1
 _PAYLOAD = bytes(CHUNK)
@@ -90,8 +92,19 @@ def serve(port: int, host: str) -> None:
         threading.Thread(target=_serve_one, args=(connection,), daemon=True).start()
 
 
-def fetch(name: str, server: str, port: int, request: Request, timeout_s: float) -> FlowResult:
-    """Download what `request` asks for and measure it at the receiver."""
+def _print_progress(time_ns: int, received: int) -> None:
+    print(f"progress {time_ns} {received}", flush=True)
+
+
+def fetch(
+    name: str,
+    server: str,
+    port: int,
+    request: Request,
+    timeout_s: float,
+    on_progress: ProgressCallback = _print_progress,
+) -> FlowResult:
+    """Download what `request` asks for and measure it at the receiver; report progress every 100 ms."""
     result = FlowResult(flow=name, requested_bytes=request.bytes, cc=request.cc, start_ns=time.time_ns())
     next_progress = 0.0
     try:
@@ -109,8 +122,10 @@ def fetch(name: str, server: str, port: int, request: Request, timeout_s: float)
                 result.last_byte_ns = now
                 if now / 1e9 >= next_progress:
                     result.progress.append((now, result.received_bytes))
+                    on_progress(now, result.received_bytes)
                     next_progress = now / 1e9 + PROGRESS_INTERVAL_S
         result.progress.append((result.last_byte_ns or time.time_ns(), result.received_bytes))
+        on_progress(*result.progress[-1])
         result.complete = request.bytes == 0 or result.received_bytes >= request.bytes
     except OSError as error:
         result.error = str(error)
