@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 
 from rnf_telemetry.message import TelemetryMessage
+from rnf_telemetry.record import FileRecorder, NullRecorder, Recorder, telemetry_fields, telemetry_tags
 from rnf_telemetry.topic import topic_filter
 from rnf_telemetry.transport import DEFAULT_ENDPOINT, Subscriber
 
@@ -29,12 +30,14 @@ def format_line(message: TelemetryMessage) -> str:
     )
 
 
-async def _listen(endpoint: str, topic: bytes, count: int | None) -> int:
+async def _listen(endpoint: str, topic: bytes, count: int | None, recorder: Recorder) -> int:
     subscriber = Subscriber(endpoint, topic)
     received = 0
     try:
         while count is None or received < count:
-            console.print(format_line(await subscriber.receive()))
+            message = await subscriber.receive()
+            console.print(format_line(message))
+            recorder.record("telemetry", telemetry_tags(message), telemetry_fields(message), message.timestamp_ns)
             received += 1
     finally:
         errors = dict(subscriber.tracker.errors)
@@ -54,16 +57,25 @@ def telemetry() -> None:
 @click.option("--cell", "cell_id", type=int, help="Only this cell id.")
 @click.option("--rnti", type=str, help="Only this RNTI (decimal or 0x hex); needs --cell.")
 @click.option("--count", type=click.IntRange(min=1), help="Stop after this many messages.")
-def listen(endpoint: str, cell_id: int | None, rnti: str | None, count: int | None) -> None:
+@click.option(
+    "--record",
+    "record_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also append the messages to this line-protocol file (replayable as a virtual-cell trace).",
+)
+def listen(endpoint: str, cell_id: int | None, rnti: str | None, count: int | None, record_file: Path | None) -> None:
     """Print decoded telemetry messages from ENDPOINT as they arrive."""
     try:
         topic = topic_filter(cell_id, int(rnti, 0) if rnti else None)
     except ValueError as error:
         raise click.BadParameter(str(error)) from error
+    recorder: Recorder = FileRecorder(record_file) if record_file else NullRecorder()
     try:
-        asyncio.run(_listen(endpoint, topic, count))
+        asyncio.run(_listen(endpoint, topic, count, recorder))
     except KeyboardInterrupt:
         pass
+    finally:
+        recorder.close()
 
 
 @telemetry.command("write-vectors")

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
+from rnf_telemetry.message import TelemetryMessage
+
 FieldValue = int | float | bool | str
 
 _TAG_ESCAPE = re.compile(r"([,= ])")
@@ -43,6 +45,33 @@ def line(measurement: str, tags: Mapping[str, str], fields: Mapping[str, FieldVa
     tag_text = "".join(f",{_escape_tag(k)}={_escape_tag(v)}" for k, v in sorted(tags.items()) if v != "")
     name = _MEASUREMENT_ESCAPE.sub(r"\\\1", measurement)
     return f"{name}{tag_text} {field_text} {time_ns}"
+
+
+def telemetry_fields(message: TelemetryMessage) -> dict[str, int | float | bool | str]:
+    """The `telemetry` measurement's fields (grafana/SCHEMA.md)."""
+    return {
+        "seq": message.seq,
+        "tti": message.tti,
+        "period_us": message.period_us,
+        "queue_bytes": message.queue_bytes,
+        "queue_new_bytes": message.dl_queue_new_bytes,
+        "queue_retx_bytes": message.dl_queue_retx_bytes,
+        "queue_sdus": message.dl_queue_sdus,
+        "queue_limit_bytes": message.dl_queue_limit_bytes,
+        "sched_new_bytes": message.dl_sched_new_bytes,
+        "sched_retx_bytes": message.dl_sched_retx_bytes,
+        "sched_rate_bps": message.sched_rate_bps,
+        "grant_ttis": message.dl_grant_ttis,
+        "mean_mcs": message.mean_mcs,
+        "mean_cqi": message.mean_cqi,
+        "dropped_sdus": message.dl_dropped_sdus,
+        "dropped_bytes": message.dl_dropped_bytes,
+        "outage": message.outage,
+    }
+
+
+def telemetry_tags(message: TelemetryMessage) -> dict[str, str]:
+    return {"cell": str(message.cell_id), "rnti": str(message.rnti), "lcid": str(message.lcid)}
 
 
 class Recorder(Protocol):

@@ -21,7 +21,7 @@ from types import TracebackType
 import numpy as np
 from rnf_cli.errors import UserError
 from rnf_telemetry.message import TelemetryMessage
-from rnf_telemetry.record import Recorder
+from rnf_telemetry.record import Recorder, telemetry_fields
 from rnf_telemetry.transport import Publisher
 
 from rnf_cell import traces
@@ -148,26 +148,3 @@ class VirtualCell:
                 self._publisher.close()
             if self._topology is not None:
                 self._topology.__exit__(None, None, None)
-
-
-def telemetry_fields(message: TelemetryMessage) -> dict[str, int | float | bool | str]:
-    """The line-protocol fields of a telemetry message (the `telemetry` measurement, grafana/SCHEMA.md)."""
-    return {
-        "seq": message.seq,
-        "tti": message.tti,
-        "period_us": message.period_us,
-        "queue_bytes": message.queue_bytes,
-        "queue_new_bytes": message.dl_queue_new_bytes,
-        "queue_retx_bytes": message.dl_queue_retx_bytes,
-        "queue_sdus": message.dl_queue_sdus,
-        "queue_limit_bytes": message.dl_queue_limit_bytes,
-        "sched_new_bytes": message.dl_sched_new_bytes,
-        "sched_retx_bytes": message.dl_sched_retx_bytes,
-        "sched_rate_bps": message.sched_rate_bps,
-        "grant_ttis": message.dl_grant_ttis,
-        "mean_mcs": message.mean_mcs,
-        "mean_cqi": message.mean_cqi,
-        "dropped_sdus": message.dl_dropped_sdus,
-        "dropped_bytes": message.dl_dropped_bytes,
-        "outage": message.outage,
-    }
