@@ -157,7 +157,7 @@ class CellConfig(Strict):
     pf_window_ttis: int = Field(default=100, ge=1)
     prb: int = Field(default=100, ge=6, le=100)
     seed: int = 1
-    realtime_priority: int = Field(default=0, ge=0, le=99)
+    realtime_priority: int = Field(default=10, ge=0, le=99)
     packet_log: bool = True
     wired: WiredConfig = WiredConfig()
     telemetry: TelemetryConfig = TelemetryConfig()

@@ -97,14 +97,15 @@ def plan(names: Names, ue_ips: Sequence[ipaddress.IPv4Address]) -> list[Command]
         ["ip", "-n", core, "tuntap", "add", "dev", SGI_IFNAME, "mode", "tun"],
         ["ip", "-n", core, "addr", "add", f"{SGI_IP}/{UE_SUBNET.prefixlen}", "dev", SGI_IFNAME],
     ]
-    # Frames must not exceed the MTU: the wired link is bridged frame by frame in user space.
+    # The wired link is bridged frame by frame in user space: frames must not exceed the MTU (no TSO/GSO/GRO),
+    # and must carry complete checksums (no TX checksum offload), or TCP drops them after the bridge.
     for ns, device in (
         (server, SERVER_IFNAME),
         (wire, WIRE_SERVER_IFNAME),
         (wire, WIRE_CORE_IFNAME),
         (core, CORE_WAN_IFNAME),
     ):
-        commands.append(["ip", "netns", "exec", ns, "ethtool", "-K", device, "tso", "off", "gso", "off", "gro", "off"])
+        commands.append(["ip", "netns", "exec", ns, "ethtool", "-K", device, "tx", "off", "tso", "off", "gso", "off", "gro", "off"])
         commands.append(["ip", "-n", ns, "link", "set", device, "up"])
     commands += [
         ["ip", "-n", core, "link", "set", SGI_IFNAME, "up"],
