@@ -14,7 +14,7 @@ CARGO := $(shell command -v cargo || echo $$HOME/.cargo/bin/cargo)
 DATAPATH := virtual-cell/datapath/target/release/rnf-cell-dp
 STAMP := .make
 
-.PHONY: help setup system-packages python rust demo test lint bench clean
+.PHONY: help setup system-packages python rust lock demo test lint bench clean
 
 help:
 	@echo "make demo    install everything, then run a short closed-loop experiment on the virtual cell"
@@ -33,13 +33,15 @@ $(STAMP)/system:
 	@mkdir -p $(STAMP) && touch $@
 
 python: $(STAMP)/python
-$(STAMP)/python: $(STAMP)/system uv.lock pyproject.toml */pyproject.toml
-	@test -x $(UV) || ($(PYTHON_SYSTEM) -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q uv==$(UV_VERSION))
-	$(UV) sync --frozen --python $(PYTHON_SYSTEM) --all-packages
+$(STAMP)/python: $(STAMP)/system uv.lock pyproject.toml */pyproject.toml | $(UV)
+	$(UV) sync --locked --python $(PYTHON_SYSTEM) --all-packages
 	@touch $@
 
-uv.lock: pyproject.toml */pyproject.toml
-	@test -x $(UV) || ($(PYTHON_SYSTEM) -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q uv==$(UV_VERSION))
+$(UV): $(STAMP)/system
+	$(PYTHON_SYSTEM) -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q uv==$(UV_VERSION)
+
+# After changing a pyproject.toml: refresh uv.lock and commit it.
+lock: | $(UV)
 	$(UV) lock --python $(PYTHON_SYSTEM)
 
 rust: $(DATAPATH)

@@ -106,10 +106,10 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "arm": run.arm,
         "repetition": run.repetition,
         "duration_s": (end - start) / 1e9,
-        "utilization": float(np.nanmean([u["utilization"] for u in ues])) if ues else math.nan,
+        "utilization": _mean([u["utilization"] for u in ues]),
         "goodput_mbps": sum(g for g in goodputs if not math.isnan(g)) / 1e6,
-        "queue_p50_bytes": float(np.nanmean([u["queue_p50_bytes"] for u in ues])) if ues else math.nan,
-        "queue_p95_bytes": float(np.nanmean([u["queue_p95_bytes"] for u in ues])) if ues else math.nan,
+        "queue_p50_bytes": _mean([u["queue_p50_bytes"] for u in ues]),
+        "queue_p95_bytes": _mean([u["queue_p95_bytes"] for u in ues]),
         "delay_p50_ms": metrics.percentile(delays_ms, 50),
         "delay_p95_ms": metrics.percentile(delays_ms, 95),
         "rlc_drops_sdus": sum(u["rlc_drops_sdus"] for u in ues),
@@ -123,6 +123,12 @@ def summarize(run: ArmRun) -> dict[str, Any]:
 TABLE_KEYS = ("utilization", "goodput_mbps", "queue_p50_bytes", "queue_p95_bytes", "delay_p95_ms")
 
 
+def _mean(values: list[float]) -> float:
+    """Mean of the values that are numbers; NaN when none is."""
+    finite = [v for v in values if not math.isnan(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
 def aggregate(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per arm, the mean over repetitions of every numeric key of the runs."""
     by_arm: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -130,7 +136,7 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
         by_arm[run["arm"]].append(run)
     return {
         arm: {
-            key: float(np.nanmean([r[key] for r in arm_runs]))
+            key: _mean([float(r[key]) for r in arm_runs])
             for key, value in arm_runs[0].items()
             if isinstance(value, int | float) and key != "repetition"
         }

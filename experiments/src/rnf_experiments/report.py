@@ -33,24 +33,17 @@ def _cell(value: float, scale: float = 1.0, digits: int = 1) -> str:
 
 
 def table(summaries: dict[str, dict[str, Any]]) -> Table:
-    """One row per arm (per results folder when several are compared)."""
+    """One row per arm, with a results column when several results folders are compared."""
+    several = len(summaries) > 1
     result = Table(title="arms compared (mean over repetitions)")
-    for column in (
-        "results",
-        "arm",
-        "utilization %",
-        "goodput Mbit/s",
-        "queue p50 kB",
-        "queue p95 kB",
-        "delay p95 ms",
-        "drops",
-        "runs",
-    ):
+    columns = ["results"] if several else []
+    columns += ["arm", "util. %", "goodput Mbit/s", "queue p50 kB", "queue p95 kB", "delay p95 ms", "drops", "runs"]
+    for column in columns:
         result.add_column(column, justify="left" if column in ("results", "arm") else "right")
     for name, summary in summaries.items():
         for arm, values in summary["arms"].items():
             result.add_row(
-                name,
+                *([name] if several else []),
                 arm,
                 _cell(values["utilization"], 100),
                 _cell(values["goodput_mbps"], digits=2),
@@ -64,4 +57,4 @@ def table(summaries: dict[str, dict[str, Any]]) -> Table:
 
 
 def print_table(summaries: dict[str, dict[str, Any]], console: Console) -> None:
-    console.print(table(summaries))
+    console.print(table(summaries), width=max(console.width, 110))
