@@ -1,0 +1,263 @@
+"""The dashboards: committed JSON equal to the generator's, provisioning consistent with it, and every panel's
+InfluxQL answering with the series it is meant to show, from a short real run of the virtual cell.
+
+The `controller` measurement comes from the proxy, which `rnf run` does not start yet: its points are written
+here through the recorder, with the fields and tags grafana/SCHEMA.md gives them, alongside the real run.
+"""
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from rnf_experiments import lineprotocol
+from rnf_monitoring import dashboards
+from rnf_monitoring.client import InfluxClient
+from rnf_monitoring.importer import import_results, time_ns
+from rnf_monitoring.recorder import recorder_from_url
+
+REPO = Path(__file__).resolve().parents[2]
+GRAFANA = REPO / "grafana"
+RNF = Path(sys.executable).parent / "rnf"
+ARMS = {"cubic", "bbr"}
+CONTROLLER_OF_ARM = {"cubic": "smvs", "bbr": "rnf"}
+
+
+def committed() -> dict[str, dict]:
+    return {name: json.loads((GRAFANA / "dashboards" / name).read_text()) for name in dashboards.DASHBOARDS}
+
+
+def targets() -> list[tuple[str, str, dict]]:
+    """(dashboard file, panel title, target) of every query of the committed dashboards."""
+    return [
+        (name, panel["title"], target)
+        for name, board in committed().items()
+        for panel in board["panels"]
+        for target in panel["targets"]
+    ]
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a query must return: series of `measurement` grouped by exactly `tags`, each column with data."""
+
+    measurement: str
+    tags: tuple[str, ...]
+    columns: tuple[str, ...]
+    arms: frozenset[str] = frozenset(ARMS)
+    unit_interval: bool = False  # every value a fraction in [0, 1]
+
+
+CONTROLLER_TAGS = ("arm", "controller", "ue")
+SMVS_ONLY = frozenset({"cubic"})
+RLC_DROPS = Expect("telemetry", ("arm", "ue"), ("dropped SDUs",))
+EXPECTED = {
+    ("cell-and-ue.json", "RLC queue, q0 and band: UE $ue", "A"): Expect("telemetry", ("arm", "ue"), ("queue",)),
+    ("cell-and-ue.json", "RLC queue, q0 and band: UE $ue", "B"): Expect(
+        "controller", CONTROLLER_TAGS, ("q0", "q0 + band", "q0 - band")
+    ),
+    ("cell-and-ue.json", "Scheduled rate", "A"): Expect("telemetry", ("arm", "ue"), ("rate",)),
+    ("cell-and-ue.json", "MCS and CQI", "A"): Expect("telemetry", ("arm", "ue"), ("MCS", "CQI")),
+    ("cell-and-ue.json", "RLC drops", "A"): RLC_DROPS,
+    ("cell-and-ue.json", "Outage", "A"): Expect("telemetry", ("arm", "ue"), ("periods in outage",)),
+    ("proxy.json", "Window / quota", "A"): Expect("controller", CONTROLLER_TAGS, ("w",)),
+    ("proxy.json", "Scheduled rate b and its average b_bar", "A"): Expect(
+        "controller", CONTROLLER_TAGS, ("b", "b_bar")
+    ),
+    ("proxy.json", "Sliding variable S and band", "A"): Expect(
+        "controller", CONTROLLER_TAGS, ("S", "band", "-band"), SMVS_ONLY
+    ),
+    ("proxy.json", "Fraction of steps in band", "A"): Expect(
+        "controller", CONTROLLER_TAGS, ("in band",), SMVS_ONLY, unit_interval=True
+    ),
+    ("proxy.json", "Goodput per flow", "A"): Expect("flow", ("arm", "flow", "ue"), ("goodput",)),
+    ("proxy.json", "Telemetry staleness", "A"): Expect("controller", CONTROLLER_TAGS, ("stale",), unit_interval=True),
+    ("proxy.json", "Recorder: points dropped and rejected", "A"): Expect(
+        "recorder", ("arm", "source"), ("dropped", "rejected")
+    ),
+    ("proxy.json", "RLC drops", "A"): RLC_DROPS,
+    ("run-comparison.json", "Utilization per arm", "A"): Expect("summary", ("arm",), ("utilization",)),
+    ("run-comparison.json", "Goodput per arm", "A"): Expect("summary", ("arm",), ("goodput",)),
+    ("run-comparison.json", "Delay p95 per arm", "A"): Expect("summary", ("arm",), ("delay p95",)),
+    ("run-comparison.json", "Arms and repetitions", "A"): Expect(
+        "summary",
+        ("arm", "repetition"),
+        (
+            "utilization",
+            "goodput_mbps",
+            "delay_p50_ms",
+            "delay_p95_ms",
+            "queue_p50_bytes",
+            "queue_p95_bytes",
+            "rlc_drops_sdus",
+            "flows_complete",
+        ),
+    ),
+}
+
+# Values of the template variables as a user picks them: the run, UE 1, every arm and controller ("All").
+VARIABLES = {"run": None, "arm": ".*", "ue": "1", "controller": ".*"}
+VARIABLE_VALUES = {"arm": ARMS, "ue": {"1"}, "controller": set(CONTROLLER_OF_ARM.values())}
+
+
+def interpolate(query: str, run: str, start_ns: int, end_ns: int) -> str:
+    """What Grafana's InfluxDB datasource sends for `query`: variables, time filter and interval replaced."""
+    text = query.replace("$timeFilter", f"time >= {start_ns // 10**6}ms and time <= {end_ns // 10**6}ms")
+    text = text.replace("$__interval", "100ms")
+    values = VARIABLES | {"run": run}
+    return re.sub(r"\$(\w+)", lambda match: values[match.group(1)], text)
+
+
+def test_committed_dashboards_are_the_generators_output():
+    generated = dashboards.generate()
+    for name, text in generated.items():
+        path = GRAFANA / "dashboards" / name
+        assert path.exists() and path.read_text() == text, f"{path} is stale: run `rnf grafana generate`"
+    assert sorted(p.name for p in (GRAFANA / "dashboards").glob("*.json")) == sorted(generated)
+
+
+def test_generating_twice_gives_the_same_bytes():
+    assert dashboards.generate() == dashboards.generate()
+
+
+def test_the_provisioned_datasource_is_the_one_every_panel_uses():
+    (datasource,) = yaml.safe_load((GRAFANA / "provisioning" / "datasources" / "influxdb.yaml").read_text())[
+        "datasources"
+    ]
+    assert datasource["uid"] == dashboards.DATASOURCE_UID and datasource["type"] == "influxdb"
+    assert datasource["jsonData"]["version"] == "InfluxQL"
+    assert datasource["secureJsonData"]["password"].startswith("${")  # from the environment, never the file
+    for name, board in committed().items():
+        for panel in board["panels"]:
+            assert panel["datasource"]["uid"] == dashboards.DATASOURCE_UID, (name, panel["title"])
+            assert all(t["datasource"]["uid"] == dashboards.DATASOURCE_UID for t in panel["targets"])
+
+
+def test_the_dashboard_provider_reads_the_committed_folder():
+    provisioning = yaml.safe_load((GRAFANA / "provisioning" / "dashboards" / "rnf.yaml").read_text())
+    assert provisioning["apiVersion"] == 1
+    (provider,) = provisioning["providers"]
+    assert provider["type"] == "file" and provider["options"]["path"] == "${RNF_GRAFANA_DASHBOARDS}"
+
+
+def test_dashboards_have_stable_uids_units_and_named_series():
+    boards = committed()
+    assert sorted(board["uid"] for board in boards.values()) == ["rnf-cell-ue", "rnf-proxy", "rnf-run-comparison"]
+    for board in boards.values():
+        for panel in board["panels"]:
+            assert panel["fieldConfig"]["defaults"].get("unit") or panel["type"] == "table", panel["title"]
+            assert all(t.get("alias") or t["resultFormat"] == "table" for t in panel["targets"]), panel["title"]
+            assert panel["description"]
+
+
+def test_every_query_has_an_expectation():
+    assert sorted((name, title, t["refId"]) for name, title, t in targets()) == sorted(EXPECTED)
+
+
+def write_controller_points(url: str, database: str, results: Path) -> None:
+    """The proxy's `controller` points (grafana/SCHEMA.md) for each arm, one per telemetry period of the run."""
+    for series in sorted((results / "runs").glob("*/series.lp")):
+        telemetry = list(lineprotocol.read(series, "telemetry"))
+        common = {key: telemetry[0].tags[key] for key in ("run", "scenario", "arm", "repetition", "cell_kind")}
+        controller = CONTROLLER_OF_ARM[common["arm"]]
+        directory = series.parent / "proxy"
+        directory.mkdir()
+        recorder = recorder_from_url(f"{url}/?db={database}", directory, common, source="proxy", environ={})
+        b_bar, q0, band = 0.0, 30_000, 8_000.0
+        for point in telemetry:
+            q, b = int(point.fields["queue_bytes"]), float(point.fields["sched_rate_bps"])
+            b_bar += 0.1 * (b - b_bar)
+            fields: dict[str, int | float] = {
+                "q_bytes": q,
+                "q0_bytes": q0,
+                "b_bps": b,
+                "b_bar_bps": b_bar,
+                "stale": int(bool(point.fields["outage"])),
+            }
+            if controller == "smvs":
+                quota = max(q0 - q + b_bar * 0.01 / 8, 0.0)
+                fields |= {"w_bytes": int(quota), "band_bytes": band, "s_bytes": float(q - q0)}
+                fields["in_band"] = int(abs(q - q0) < band)
+            else:
+                fields["w_bytes"] = int(q0 + b_bar / 8 * 0.05)
+            tags = {"ue": point.tags["ue"], "ue_ip": "172.16.0.2", "controller": controller}
+            recorder.record("controller", tags, fields, point.time_ns)
+        recorder.close()
+
+
+@pytest.fixture(scope="module")
+def recorded_run(tmp_path_factory, influxdb):
+    """A 3 s `rnf run` of the demo scenario (both arms, one radio outage) imported into InfluxDB."""
+    output = tmp_path_factory.mktemp("results")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    overrides = {
+        "duration_s": "3",
+        "cell.namespace_prefix": f'"m{uuid.uuid4().hex[:6]}"',
+        "cell.telemetry.endpoint": f'"tcp://127.0.0.1:{port}"',
+        "cell.ues.0.outages": "[{start_s = 1.0, duration_s = 0.5}]",
+    }
+    command = [str(RNF), "run", str(REPO / "experiments" / "scenarios" / "demo.toml"), "--output", str(output)]
+    for key, value in overrides.items():
+        command += ["--set", f"{key}={value}"]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=240)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    (results,) = output.iterdir()
+    database = "run_" + uuid.uuid4().hex[:8]
+    client = InfluxClient(influxdb.target(database))
+    assert import_results(client, results).rejected == 0
+    write_controller_points(influxdb.url, database, results)
+    started = time_ns(json.loads((results / "metadata.json").read_text())["started"])
+    return client, results, started - 10**9, time.time_ns()
+
+
+@pytest.mark.root
+def test_the_short_run_carried_traffic(recorded_run):
+    """Goodput, utilization and delay exist only if TCP got through the virtual cell: say so when it did not."""
+    _, results, _, _ = recorded_run
+    for flow in sorted((results / "runs").glob("*/flows/*.json")):
+        outcome = json.loads(flow.read_text())
+        assert outcome["received_bytes"] > 0, f"{flow}: no data through the virtual cell ({outcome['error']})"
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(("name", "title", "target"), targets(), ids=lambda v: v["refId"] if isinstance(v, dict) else v)
+def test_each_panel_query_returns_the_series_it_shows(recorded_run, name, title, target):
+    client, results, start_ns, end_ns = recorded_run
+    expect = EXPECTED[(name, title, target["refId"])]
+    series = client.query(interpolate(target["query"], results.name, start_ns, end_ns), epoch="ms")[0].get("series", [])
+    assert series, f"{name} / {title}: the query returned nothing"
+    for one in series:
+        assert one["name"] == expect.measurement
+        assert sorted(one["tags"]) == sorted(expect.tags)
+        assert one["tags"].get("ue", "1") == "1"
+        assert one["columns"] == ["time", *expect.columns]
+    assert {one["tags"]["arm"] for one in series} == expect.arms
+    for index, column in enumerate(expect.columns, start=1):
+        values = [row[index] for one in series for row in one["values"] if row[index] is not None]
+        assert values, f"{name} / {title}: no value in column {column!r}"
+        if expect.unit_interval:
+            assert all(0.0 <= value <= 1.0 for value in values)
+
+
+@pytest.mark.root
+def test_each_template_variable_lists_the_runs_values(recorded_run):
+    client, results, _, _ = recorded_run
+    run = results.name
+    for name, board in committed().items():
+        for variable in board["templating"]["list"]:
+            query = variable["query"].replace("$run", run)
+            rows = client.query(query)[0]["series"]
+            values = {row[1] for one in rows for row in one["values"]}
+            if variable["name"] == "run":
+                assert run in values, name
+            else:
+                assert values == VARIABLE_VALUES[variable["name"]], (name, variable["name"])
