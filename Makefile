@@ -51,8 +51,10 @@ $(DATAPATH): $(STAMP)/system $(shell find virtual-cell/datapath/src -name '*.rs'
 demo: setup
 	$(RNF) run experiments/scenarios/demo.toml
 
+# The bridge's tests need GNU Radio, which only Debian's interpreter imports (zmq-bridge/README.md).
 test: setup
 	$(CARGO) test --release --locked --quiet --manifest-path virtual-cell/datapath/Cargo.toml
+	$(PYTHON_SYSTEM) -m pytest -q zmq-bridge/tests
 	$(VENV)/bin/python -m pytest -q
 
 lint: setup
@@ -61,6 +63,7 @@ lint: setup
 
 bench: setup
 	$(VENV)/bin/python -m rnf_cell.bench
+	$(VENV)/bin/python -m rnf_bridge.bench
 
 clean:
 	rm -rf $(STAMP) $(VENV) $(TOOLS) virtual-cell/datapath/target

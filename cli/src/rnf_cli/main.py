@@ -20,6 +20,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "trace": Subcommand("rnf_cell.cli:trace", "Inspect and generate capacity traces."),
     "run": Subcommand("rnf_experiments.cli:run", "Run every arm of a scenario and write a results folder."),
     "report": Subcommand("rnf_experiments.cli:report", "Compare results folders in a table and plots."),
+    "proxy": Subcommand("rnf_proxy.cli:proxy", "Run the split proxy (smvs, rnf, itcp, clamp, ewma)."),
+    "params": Subcommand("rnf_proxy.cli:params", "Check controller parameters against the papers' rules."),
+    "record": Subcommand("rnf_monitoring.cli:record", "Recorded runs and InfluxDB: import a results folder."),
+    "grafana": Subcommand("rnf_monitoring.cli:grafana", "Grafana dashboards as code: generate grafana/dashboards."),
+    "bridge": Subcommand("rnf_bridge.cli:bridge", "GNU Radio channel between srsenb and srsue (ZeroMQ radio)."),
 }
 
 

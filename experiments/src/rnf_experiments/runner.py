@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata as package_metadata
@@ -29,7 +30,8 @@ from rnf_cell.cell import VirtualCell
 from rnf_cell.config import CellConfig
 from rnf_cell.topology import SERVER_IP
 from rnf_cli.errors import UserError
-from rnf_telemetry.record import FileRecorder, Recorder
+from rnf_monitoring.recorder import FanOutRecorder, RecorderStats, recorder_from_url
+from rnf_telemetry.record import Recorder
 
 from rnf_experiments.scenario import Arm, Scenario
 
@@ -75,6 +77,7 @@ class ArmContext:
     repetition: int
     directory: Path
     run_id: str
+    influx_url: str | None
 
 
 async def _start_server(cell: VirtualCell) -> asyncio.subprocess.Process:
@@ -170,7 +173,8 @@ async def _run_flows(context: ArmContext, cell: VirtualCell, recorder: Recorder)
                 process.kill()
 
 
-async def run_arm(context: ArmContext) -> VirtualCell:
+async def run_arm(context: ArmContext) -> RecorderStats | None:
+    """Run one arm; with InfluxDB, return what the recorder wrote, dropped and had rejected."""
     cell_config = CellConfig.model_validate(
         context.scenario.cell.model_dump(exclude={"kind"}) | {"seed": context.scenario.seed + context.repetition}
     )
@@ -181,7 +185,7 @@ async def run_arm(context: ArmContext) -> VirtualCell:
         "repetition": str(context.repetition),
         "cell_kind": "virtual",
     }
-    recorder = FileRecorder(context.directory / "series.lp", base_tags=tags)
+    recorder = recorder_from_url(context.influx_url, context.directory, tags, source="run")
     cell = VirtualCell(cell_config, context.directory, recorder)
     try:
         async with cell:
@@ -194,10 +198,17 @@ async def run_arm(context: ArmContext) -> VirtualCell:
                 await server.wait()
     finally:
         recorder.close()
-    return cell
+    return recorder.influx.stats() if isinstance(recorder, FanOutRecorder) else None
 
 
-def run_scenario(scenario: Scenario, raw: dict[str, Any], overrides: list[str], output_root: Path) -> Path:
+def run_scenario(
+    scenario: Scenario,
+    raw: dict[str, Any],
+    overrides: list[str],
+    output_root: Path,
+    influx_url: str | None = None,
+    on_recorder_stats: Callable[[str, RecorderStats], None] | None = None,
+) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     results = output_root / f"{stamp}-{scenario.name}"
     (results / "runs").mkdir(parents=True, exist_ok=False)
@@ -216,14 +227,18 @@ def run_scenario(scenario: Scenario, raw: dict[str, Any], overrides: list[str], 
             directory = results / "runs" / f"{repetition}-{arm.name}"
             directory.mkdir()
             progress.update(total, description=f"[{index + 1}/{len(plan)}] {arm.name}, repetition {repetition}")
-            context = ArmContext(scenario, arm, repetition, directory, results.name)
+            context = ArmContext(scenario, arm, repetition, directory, results.name, influx_url)
             started = time.monotonic()
-            asyncio.run(_with_progress(context, progress, total, index * scenario.duration_s, started))
+            stats = asyncio.run(_with_progress(context, progress, total, index * scenario.duration_s, started))
+            if stats is not None and on_recorder_stats is not None:
+                on_recorder_stats(directory.name, stats)
             progress.update(total, completed=(index + 1) * scenario.duration_s)
     return results
 
 
-async def _with_progress(context: ArmContext, progress: Progress, task: Any, base: float, started: float) -> None:
+async def _with_progress(
+    context: ArmContext, progress: Progress, task: Any, base: float, started: float
+) -> RecorderStats | None:
     async def tick() -> None:
         while True:
             await asyncio.sleep(0.5)
@@ -232,6 +247,6 @@ async def _with_progress(context: ArmContext, progress: Progress, task: Any, bas
 
     ticker = asyncio.create_task(tick())
     try:
-        await run_arm(context)
+        return await run_arm(context)
     finally:
         ticker.cancel()
