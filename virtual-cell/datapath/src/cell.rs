@@ -1,0 +1,401 @@
+//! The cell: per-UE RLC queues, the scheduler and HARQ, run one TTI at a time, with the report counters.
+//!
+//! Pure: SDUs come in through `enqueue`, `run_tti` runs the next TTI and hands out the SDUs delivered in
+//! it, `take_reports` closes a report period. The TTI index is the clock.
+
+use crate::config::SchedulerKind;
+use crate::report::{Counters, UeReport};
+use crate::rlc::{Limits, Outcome, RlcQueue, Sdu};
+use crate::scheduler::{Allocation, Scheduler};
+use crate::trace::Trace;
+
+/// How one UE's radio link behaves.
+#[derive(Debug, Clone)]
+pub struct UeParams {
+    pub trace: Trace,
+    pub limits: Limits,
+    pub harq_bler: f64,
+    /// TTIs between a failed transport block and its retransmission becoming eligible (at least 1).
+    pub harq_rtt_ttis: u64,
+}
+
+/// An SDU written to UE `ue`'s TUN.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub ue: usize,
+    pub sdu: Sdu,
+}
+
+/// A report period that ended with the TTI just run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeriodEnd {
+    pub period: u64,
+    pub tti_end: u64,
+}
+
+#[derive(Debug)]
+struct Ue {
+    trace: Trace,
+    rlc: RlcQueue,
+    harq_bler: f64,
+    harq_rtt_ttis: u64,
+    rng: SplitMix64,
+    counters: Counters,
+}
+
+#[derive(Debug)]
+pub struct Cell {
+    ues: Vec<Ue>,
+    scheduler: Scheduler,
+    report_period_ttis: u64,
+    next_tti: u64,
+    last_period: Option<PeriodEnd>,
+    capacity: Vec<u32>,
+    backlog: Vec<u64>,
+    allocation: Vec<Allocation>,
+    delivered: Vec<Sdu>,
+}
+
+impl Cell {
+    pub fn new(
+        kind: SchedulerKind,
+        pf_window_ttis: u64,
+        report_period_ttis: u64,
+        seed: u64,
+        ues: Vec<UeParams>,
+    ) -> Cell {
+        let n = ues.len();
+        let ues = ues
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| Ue {
+                trace: p.trace,
+                rlc: RlcQueue::new(p.limits),
+                harq_bler: p.harq_bler,
+                harq_rtt_ttis: p.harq_rtt_ttis.max(1),
+                // One independent stream per UE.
+                rng: SplitMix64::new(seed ^ (i as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)),
+                counters: Counters::default(),
+            })
+            .collect();
+        Cell {
+            ues,
+            scheduler: Scheduler::new(kind, n, pf_window_ttis),
+            report_period_ttis,
+            next_tti: 0,
+            last_period: None,
+            capacity: vec![0; n],
+            backlog: vec![0; n],
+            allocation: vec![Allocation::default(); n],
+            delivered: Vec::new(),
+        }
+    }
+
+    /// The index of the next TTI `run_tti` runs (= TTIs run so far).
+    pub fn next_tti(&self) -> u64 {
+        self.next_tti
+    }
+
+    /// An SDU enters UE `ue`'s RLC queue (after the backhaul delay); given back when dropped at the tail.
+    pub fn enqueue(&mut self, ue: usize, sdu: Sdu) -> Result<(), Sdu> {
+        let state = &mut self.ues[ue];
+        let len = sdu.data.len() as u64;
+        match state.rlc.offer(sdu) {
+            Ok(()) => {
+                state.counters.arrived_sdus += 1;
+                state.counters.arrived_bytes += len;
+                Ok(())
+            }
+            Err(sdu) => {
+                state.counters.dropped_sdus += 1;
+                state.counters.dropped_bytes += len;
+                Err(sdu)
+            }
+        }
+    }
+
+    /// Runs the next TTI; SDUs completed in it are appended to `out` in delivery order. Returns the report
+    /// period that ended with this TTI, if one did.
+    pub fn run_tti(&mut self, out: &mut Vec<Delivery>) -> Option<PeriodEnd> {
+        let tti = self.next_tti;
+        for (i, ue) in self.ues.iter_mut().enumerate() {
+            let capacity = ue.trace.at(tti);
+            self.capacity[i] = capacity.bytes;
+            ue.counters.capacity_bytes += capacity.bytes as u64;
+            ue.counters.outage_ttis += capacity.outage as u64;
+            self.backlog[i] = ue.rlc.backlog(tti);
+        }
+        self.scheduler.allocate(&self.capacity, &self.backlog, &mut self.allocation);
+        for (i, ue) in self.ues.iter_mut().enumerate() {
+            let allocation = self.allocation[i];
+            let counters = &mut ue.counters;
+            if self.backlog[i] > 0 {
+                counters.backlogged_ttis += 1;
+                counters.backlogged_capacity_bytes += allocation.offered;
+            }
+            if allocation.bytes == 0 {
+                continue;
+            }
+            counters.grant_ttis += 1;
+            counters.granted_capacity_bytes += self.capacity[i] as u64;
+            let failed = ue.harq_bler > 0.0 && ue.rng.uniform() < ue.harq_bler;
+            let outcome =
+                if failed { Outcome::Failed { retry_tti: tti + ue.harq_rtt_ttis } } else { Outcome::Received };
+            let served = ue.rlc.transmit(tti, allocation.bytes, outcome, &mut self.delivered);
+            counters.sched_new_bytes += served.new;
+            counters.sched_retx_bytes += served.retx;
+            for sdu in self.delivered.drain(..) {
+                counters.delivered_sdus += 1;
+                counters.delivered_bytes += sdu.data.len() as u64;
+                out.push(Delivery { ue: i, sdu });
+            }
+        }
+        self.next_tti += 1;
+        if (tti + 1) % self.report_period_ttis == 0 {
+            let end = PeriodEnd { period: tti / self.report_period_ttis, tti_end: tti };
+            self.last_period = Some(end);
+            Some(end)
+        } else {
+            None
+        }
+    }
+
+    /// The reports of the period that ended last (one per UE), stamped `time_ns`; counters restart at zero.
+    pub fn take_reports(&mut self, time_ns: u64, out: &mut Vec<UeReport>) {
+        let Some(end) = self.last_period.take() else { return };
+        for (i, ue) in self.ues.iter_mut().enumerate() {
+            out.push(UeReport {
+                kind: "ue",
+                ue: i,
+                period: end.period,
+                tti_end: end.tti_end,
+                time_ns,
+                queue_new_bytes: ue.rlc.new_bytes(),
+                queue_retx_bytes: ue.rlc.retx_bytes(),
+                queue_sdus: ue.rlc.sdus(),
+                counters: std::mem::take(&mut ue.counters),
+            });
+        }
+    }
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014): a small seeded generator, plenty for Bernoulli HARQ failures.
+#[derive(Debug, Clone)]
+struct SplitMix64 {
+    state: u64,
+}
+
+impl SplitMix64 {
+    fn new(seed: u64) -> SplitMix64 {
+        SplitMix64 { state: seed }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn uniform(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::OUTAGE;
+
+    fn ue(trace: &[u32]) -> UeParams {
+        UeParams {
+            trace: Trace::new(trace.to_vec()).unwrap(),
+            limits: Limits { bytes: 0, sdus: 0 },
+            harq_bler: 0.0,
+            harq_rtt_ttis: 8,
+        }
+    }
+
+    fn packet(len: usize, tag: u8) -> Sdu {
+        Sdu { data: vec![tag; len], arrival_ns: 0 }
+    }
+
+    fn fill(cell: &mut Cell, ue: usize, packets: usize, len: usize) {
+        for k in 0..packets {
+            cell.enqueue(ue, packet(len, k as u8)).unwrap();
+        }
+    }
+
+    fn run(cell: &mut Cell, ttis: u64) -> (Vec<Delivery>, Vec<UeReport>) {
+        let mut out = Vec::new();
+        let mut reports = Vec::new();
+        for _ in 0..ttis {
+            if cell.run_tti(&mut out).is_some() {
+                cell.take_reports(7, &mut reports);
+            }
+        }
+        (out, reports)
+    }
+
+    #[test]
+    fn a_backlogged_ue_is_served_exactly_its_trace_capacity_each_tti() {
+        let trace = [1250, 3000, 0, 700, 1500];
+        let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 1, 1, vec![ue(&trace)]);
+        fill(&mut cell, 0, 100, 1500);
+        let (out, reports) = run(&mut cell, 10);
+        let served: Vec<u64> = reports.iter().map(|r| r.counters.sched_new_bytes).collect();
+        assert_eq!(served, [1250, 3000, 0, 700, 1500, 1250, 3000, 0, 700, 1500]);
+        // 12900 bytes served: the first 8 whole 1500-byte packets are delivered, in order.
+        assert_eq!(out.iter().map(|d| d.sdu.data[0]).collect::<Vec<_>>(), (0..8).collect::<Vec<u8>>());
+        assert_eq!(reports[9].queue_new_bytes, 100 * 1500 - 12900);
+    }
+
+    #[test]
+    fn a_report_period_carries_the_counters_and_the_queue_snapshot() {
+        let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 10, 1, vec![ue(&[1000])]);
+        fill(&mut cell, 0, 10, 1500);
+        let (out, reports) = run(&mut cell, 10);
+        assert_eq!(reports.len(), 1);
+        let r = &reports[0];
+        assert_eq!((r.period, r.tti_end, r.time_ns), (0, 9, 7));
+        let c = r.counters;
+        assert_eq!((c.sched_new_bytes, c.sched_retx_bytes, c.grant_ttis), (10_000, 0, 10));
+        assert_eq!((c.capacity_bytes, c.granted_capacity_bytes), (10_000, 10_000));
+        assert_eq!((c.backlogged_ttis, c.backlogged_capacity_bytes), (10, 10_000));
+        assert_eq!((c.arrived_sdus, c.arrived_bytes), (10, 15_000));
+        assert_eq!((c.delivered_sdus, c.delivered_bytes), (6, 9_000));
+        assert_eq!((r.queue_new_bytes, r.queue_retx_bytes, r.queue_sdus), (5_000, 0, 4));
+        assert_eq!(out.len(), 6);
+        // The next period starts from zero.
+        let (_, reports) = run(&mut cell, 10);
+        assert_eq!((reports[0].period, reports[0].tti_end), (1, 19));
+        assert_eq!(reports[0].counters.arrived_sdus, 0);
+        assert_eq!(reports[0].counters.sched_new_bytes, 5_000);
+        assert_eq!(reports[0].counters.backlogged_ttis, 5);
+    }
+
+    #[test]
+    fn outage_ttis_serve_nothing_and_are_counted() {
+        let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 4, 1, vec![ue(&[1000, OUTAGE, OUTAGE, 1000])]);
+        fill(&mut cell, 0, 10, 1000);
+        let (out, reports) = run(&mut cell, 4);
+        let c = reports[0].counters;
+        assert_eq!((c.outage_ttis, c.capacity_bytes, c.sched_new_bytes, c.grant_ttis), (2, 2000, 2000, 2));
+        assert_eq!((c.backlogged_ttis, c.backlogged_capacity_bytes), (4, 2000));
+        assert_eq!(out.len(), 2);
+    }
+
+    #[test]
+    fn tail_drops_are_counted_and_not_arrivals() {
+        let mut params = ue(&[0]);
+        params.limits = Limits { bytes: 4000, sdus: 0 };
+        let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 1, 1, vec![params]);
+        let refused: Vec<bool> = (0..5).map(|k| cell.enqueue(0, packet(1500, k)).is_err()).collect();
+        assert_eq!(refused, [false, false, true, true, true]);
+        let (_, reports) = run(&mut cell, 1);
+        let c = reports[0].counters;
+        assert_eq!((c.arrived_sdus, c.arrived_bytes, c.dropped_sdus, c.dropped_bytes), (2, 3000, 3, 4500));
+        assert_eq!(reports[0].queue_sdus, 2);
+    }
+
+    #[test]
+    fn harq_failures_delay_in_order_delivery_and_count_retransmitted_bytes() {
+        let mut params = ue(&[1500]);
+        params.harq_bler = 0.3;
+        params.harq_rtt_ttis = 8;
+        let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 1000, 42, vec![params]);
+        let packets = 400;
+        for k in 0..packets {
+            cell.enqueue(0, Sdu { data: vec![0; 1500], arrival_ns: k }).unwrap();
+        }
+        let (out, reports) = run(&mut cell, 1000);
+        let c = reports[0].counters;
+        // Every packet eventually gets through, in order, and failures cost retransmitted bytes.
+        assert_eq!(out.len(), packets as usize);
+        assert!(out.iter().enumerate().all(|(k, d)| d.sdu.arrival_ns == k as u64));
+        assert_eq!(c.sched_new_bytes, 400 * 1500);
+        let retx_share = c.sched_retx_bytes as f64 / (c.sched_new_bytes + c.sched_retx_bytes) as f64;
+        assert!((retx_share - 0.3).abs() < 0.05, "retransmitted share {retx_share}");
+        assert_eq!(c.delivered_bytes, 400 * 1500);
+        // Scheduled bytes exceed delivered bytes by exactly the retransmitted (failed) bytes.
+        assert_eq!(c.sched_new_bytes + c.sched_retx_bytes - c.delivered_bytes, c.sched_retx_bytes);
+    }
+
+    #[test]
+    fn one_failure_holds_back_later_packets_until_its_retransmission() {
+        let mut params = ue(&[1000]);
+        params.harq_bler = 0.5;
+        params.harq_rtt_ttis = 8;
+        // Find a seed whose first draw fails and the next nine succeed.
+        let seed = (0..10_000u64)
+            .find(|&seed| {
+                let mut rng = SplitMix64::new(seed ^ 0xD1B5_4A32_D192_ED03);
+                rng.uniform() < 0.5 && (0..9).all(|_| rng.uniform() >= 0.5)
+            })
+            .unwrap();
+        let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 1, seed, vec![params]);
+        fill(&mut cell, 0, 8, 1000);
+        let mut out = Vec::new();
+        let mut delivered_at = Vec::new();
+        for tti in 0..9 {
+            cell.run_tti(&mut out);
+            delivered_at.push((tti, out.len()));
+        }
+        // TTI 0 fails; TTIs 1..7 carry packets 2..8, held back; TTI 8 resends packet 1 and all 8 go out.
+        assert_eq!(delivered_at, (0..9).map(|t| (t, if t < 8 { 0 } else { 8 })).collect::<Vec<_>>());
+        let mut reports = Vec::new();
+        cell.take_reports(0, &mut reports);
+        assert_eq!(reports[0].counters.sched_retx_bytes, 1000);
+    }
+
+    #[test]
+    fn round_robin_cell_alternates_and_the_waiting_ue_counts_a_zero_offer() {
+        let mut cell = Cell::new(SchedulerKind::RoundRobin, 100, 2, 1, vec![ue(&[1000]), ue(&[1000])]);
+        fill(&mut cell, 0, 10, 1000);
+        fill(&mut cell, 1, 10, 1000);
+        let (out, reports) = run(&mut cell, 2);
+        assert_eq!(out.iter().map(|d| d.ue).collect::<Vec<_>>(), [0, 1]);
+        for r in &reports {
+            assert_eq!((r.counters.grant_ttis, r.counters.backlogged_ttis), (1, 2));
+            assert_eq!(r.counters.backlogged_capacity_bytes, 1000);
+            assert_eq!(r.counters.capacity_bytes, 2000);
+        }
+    }
+
+    #[test]
+    fn a_shared_cell_is_work_conserving() {
+        // UE 0 needs 250 of its 1000 bytes (25 % of the TTI); UE 1 gets 75 % of its 2000 bytes.
+        let mut cell = Cell::new(SchedulerKind::RoundRobin, 100, 1, 1, vec![ue(&[1000]), ue(&[2000])]);
+        cell.enqueue(0, packet(250, 0)).unwrap();
+        fill(&mut cell, 1, 10, 500);
+        let (out, reports) = run(&mut cell, 1);
+        assert_eq!(reports[0].counters.sched_new_bytes, 250);
+        assert_eq!(reports[1].counters.sched_new_bytes, 1500);
+        assert_eq!(reports[1].counters.backlogged_capacity_bytes, 1500);
+        assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn an_empty_queue_gets_no_grant_and_is_not_backlogged() {
+        let mut cell = Cell::new(SchedulerKind::ProportionalFair, 100, 3, 1, vec![ue(&[1000])]);
+        let (out, reports) = run(&mut cell, 3);
+        assert!(out.is_empty());
+        let c = reports[0].counters;
+        assert_eq!((c.grant_ttis, c.backlogged_ttis, c.capacity_bytes, c.granted_capacity_bytes), (0, 0, 3000, 0));
+    }
+
+    #[test]
+    fn harq_draws_are_reproducible_from_the_seed() {
+        let make = |seed| {
+            let mut params = ue(&[500]);
+            params.harq_bler = 0.2;
+            let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 100, seed, vec![params]);
+            fill(&mut cell, 0, 100, 100);
+            run(&mut cell, 100).1[0].counters
+        };
+        assert_eq!(make(5), make(5));
+        assert_ne!(make(5), make(6));
+    }
+}

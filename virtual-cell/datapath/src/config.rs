@@ -1,0 +1,342 @@
+//! The datapath's configuration (INTERFACE.md, "Configuration"): one validated structure read from JSON.
+//!
+//! Unknown keys are errors. Every error names the file and the field, e.g.
+//! `cell.json: ues[0].harq_bler: must be at least 0 and below 1, got 1.5`.
+
+use std::collections::HashSet;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Longest interface name the kernel accepts (IFNAMSIZ - 1).
+const IFNAME_MAX: usize = 15;
+/// UE indices are `u16` in the packet log.
+const UES_MAX: usize = 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchedulerKind {
+    Dedicated,
+    RoundRobin,
+    MaxCi,
+    ProportionalFair,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub tti_us: u64,
+    pub report_period_ttis: u64,
+    pub scheduler: SchedulerKind,
+    pub pf_window_ttis: u64,
+    pub seed: u64,
+    pub realtime_priority: u32,
+    pub duration_ms: Option<u64>,
+    pub packet_log: Option<PathBuf>,
+    pub wired: WiredConfig,
+    pub core: CoreConfig,
+    pub ues: Vec<UeConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WiredConfig {
+    pub netns: String,
+    pub server_ifname: String,
+    pub core_ifname: String,
+    pub rate_bps: u64,
+    pub delay_us: u64,
+    pub queue_limit_bytes: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoreConfig {
+    pub netns: String,
+    pub ifname: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UeConfig {
+    pub netns: String,
+    pub ifname: String,
+    pub ipv4: Ipv4Addr,
+    pub trace_file: PathBuf,
+    pub backhaul_delay_us: u64,
+    pub uplink_delay_us: u64,
+    pub queue_limit_bytes: u64,
+    pub queue_limit_sdus: u64,
+    pub harq_bler: f64,
+    pub harq_rtt_us: u64,
+}
+
+impl Config {
+    /// Reads and validates `path`; the error is one line naming the file and the field.
+    pub fn load(path: &Path) -> Result<Config, String> {
+        let text = std::fs::read(path).map_err(|e| format!("{}: {}", path.display(), io_reason(&e)))?;
+        Config::parse(&text).map_err(|e| format!("{}: {}", path.display(), e))
+    }
+
+    /// Parses and validates JSON text; the error names the field (`ues[0].harq_bler: ...`).
+    pub fn parse(text: &[u8]) -> Result<Config, String> {
+        let mut deserializer = serde_json::Deserializer::from_slice(text);
+        let config: Config = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if path == "." { format!("{inner}") } else { format!("{path}: {inner}") }
+        })?;
+        deserializer.end().map_err(|e| format!("{e}"))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        at_least("tti_us", self.tti_us, 100)?;
+        at_most("tti_us", self.tti_us, 1_000_000)?;
+        at_least("report_period_ttis", self.report_period_ttis, 1)?;
+        at_least("pf_window_ttis", self.pf_window_ttis, 1)?;
+        at_most("realtime_priority", self.realtime_priority as u64, 99)?;
+        if let Some(duration) = self.duration_ms {
+            at_least("duration_ms", duration, 1)?;
+        }
+        if let Some(log) = &self.packet_log {
+            if log.as_os_str().is_empty() {
+                return Err("packet_log: must be a file path or null, got an empty string".into());
+            }
+        }
+        let w = &self.wired;
+        netns_name("wired.netns", &w.netns)?;
+        ifname("wired.server_ifname", &w.server_ifname)?;
+        ifname("wired.core_ifname", &w.core_ifname)?;
+        if w.server_ifname == w.core_ifname {
+            return Err(format!(
+                "wired.core_ifname: must differ from wired.server_ifname, both are {:?}",
+                w.core_ifname
+            ));
+        }
+        at_least("wired.rate_bps", w.rate_bps, 1000)?;
+        at_least("wired.queue_limit_bytes", w.queue_limit_bytes, 1)?;
+        netns_name("core.netns", &self.core.netns)?;
+        ifname("core.ifname", &self.core.ifname)?;
+        if self.ues.is_empty() {
+            return Err("ues: needs at least one UE".into());
+        }
+        if self.ues.len() > UES_MAX {
+            return Err(format!("ues: at most {UES_MAX} UEs, got {}", self.ues.len()));
+        }
+        let mut addresses = HashSet::new();
+        let mut devices = HashSet::new();
+        devices.insert((self.core.netns.as_str(), self.core.ifname.as_str()));
+        for (i, ue) in self.ues.iter().enumerate() {
+            let field = |name: &str| format!("ues[{i}].{name}");
+            netns_name(&field("netns"), &ue.netns)?;
+            ifname(&field("ifname"), &ue.ifname)?;
+            if !devices.insert((ue.netns.as_str(), ue.ifname.as_str())) {
+                return Err(format!(
+                    "{}: device {} in namespace {} is already used by the core or an earlier UE",
+                    field("ifname"),
+                    ue.ifname,
+                    ue.netns
+                ));
+            }
+            if !addresses.insert(ue.ipv4) {
+                return Err(format!("{}: {} is the address of an earlier UE", field("ipv4"), ue.ipv4));
+            }
+            if ue.trace_file.as_os_str().is_empty() {
+                return Err(format!("{}: must be a file path", field("trace_file")));
+            }
+            if !(ue.harq_bler >= 0.0 && ue.harq_bler < 1.0) {
+                return Err(format!("{}: must be at least 0 and below 1, got {}", field("harq_bler"), ue.harq_bler));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn at_least(field: &str, value: u64, minimum: u64) -> Result<(), String> {
+    if value < minimum { Err(format!("{field}: must be at least {minimum}, got {value}")) } else { Ok(()) }
+}
+
+fn at_most(field: &str, value: u64, maximum: u64) -> Result<(), String> {
+    if value > maximum { Err(format!("{field}: must be at most {maximum}, got {value}")) } else { Ok(()) }
+}
+
+fn ifname(field: &str, name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > IFNAME_MAX || name.contains(['/', ' ', '\0']) || name == "." || name == ".." {
+        return Err(format!("{field}: {name:?} is not a Linux interface name (1-{IFNAME_MAX} bytes, no '/' or space)"));
+    }
+    Ok(())
+}
+
+fn netns_name(field: &str, name: &str) -> Result<(), String> {
+    if name.is_empty() || name.contains(['/', '\0']) || name == "." || name == ".." {
+        return Err(format!("{field}: {name:?} is not a namespace name under /run/netns"));
+    }
+    Ok(())
+}
+
+/// `No such file or directory` without Rust's ` (os error 2)` suffix.
+pub fn io_reason(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        _ => {
+            let text = error.to_string();
+            match text.find(" (os error") {
+                Some(end) => text[..end].to_string(),
+                None => text,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> serde_json::Value {
+        serde_json::json!({
+            "tti_us": 1000,
+            "report_period_ttis": 10,
+            "scheduler": "proportional_fair",
+            "pf_window_ttis": 100,
+            "seed": 1,
+            "realtime_priority": 0,
+            "duration_ms": null,
+            "packet_log": "/tmp/packets.bin",
+            "wired": {"netns": "rnf-wire", "server_ifname": "wire-srv", "core_ifname": "wire-core",
+                      "rate_bps": 1000000000u64, "delay_us": 5000, "queue_limit_bytes": 1000000},
+            "core": {"netns": "rnf-core", "ifname": "srs_spgw_sgi"},
+            "ues": [
+                {"netns": "rnf-ue1", "ifname": "tun_srsue", "ipv4": "172.16.0.2",
+                 "trace_file": "/tmp/ue1.cap",
+                 "backhaul_delay_us": 10000, "uplink_delay_us": 10000,
+                 "queue_limit_bytes": 300000, "queue_limit_sdus": 0,
+                 "harq_bler": 0.0, "harq_rtt_us": 8000}
+            ]
+        })
+    }
+
+    fn parse(value: &serde_json::Value) -> Result<Config, String> {
+        Config::parse(value.to_string().as_bytes())
+    }
+
+    #[test]
+    fn the_interface_example_is_valid() {
+        let config = parse(&example()).unwrap();
+        assert_eq!(config.scheduler, SchedulerKind::ProportionalFair);
+        assert_eq!(config.ues[0].ipv4, Ipv4Addr::new(172, 16, 0, 2));
+        assert_eq!(config.duration_ms, None);
+        assert_eq!(config.packet_log.as_deref(), Some(Path::new("/tmp/packets.bin")));
+    }
+
+    #[test]
+    fn an_unknown_key_is_named_with_its_path() {
+        let mut value = example();
+        value["ues"][0]["harq_blerr"] = serde_json::json!(0.1);
+        let error = parse(&value).unwrap_err();
+        assert!(error.starts_with("ues[0].harq_blerr: unknown field `harq_blerr`"), "{error}");
+    }
+
+    #[test]
+    fn a_missing_key_is_named_with_its_parent() {
+        let mut value = example();
+        value["wired"].as_object_mut().unwrap().remove("delay_us");
+        let error = parse(&value).unwrap_err();
+        assert!(error.starts_with("wired: missing field `delay_us`"), "{error}");
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_names_the_field() {
+        let mut value = example();
+        value["wired"]["rate_bps"] = serde_json::json!("fast");
+        let error = parse(&value).unwrap_err();
+        assert!(error.starts_with("wired.rate_bps: invalid type: string \"fast\""), "{error}");
+    }
+
+    #[test]
+    fn an_unknown_scheduler_names_the_field_and_the_choices() {
+        let mut value = example();
+        value["scheduler"] = serde_json::json!("fifo");
+        let error = parse(&value).unwrap_err();
+        assert!(error.starts_with("scheduler: unknown variant `fifo`, expected one of `dedicated`"), "{error}");
+    }
+
+    #[test]
+    fn a_bad_address_names_the_field() {
+        let mut value = example();
+        value["ues"][0]["ipv4"] = serde_json::json!("172.16.0.300");
+        let error = parse(&value).unwrap_err();
+        assert!(error.starts_with("ues[0].ipv4: invalid IPv4 address syntax"), "{error}");
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_field() {
+        let cases: [(&str, serde_json::Value, &str); 7] = [
+            ("/ues/0/harq_bler", serde_json::json!(1.0), "ues[0].harq_bler: must be at least 0 and below 1, got 1"),
+            ("/tti_us", serde_json::json!(0), "tti_us: must be at least 100, got 0"),
+            ("/report_period_ttis", serde_json::json!(0), "report_period_ttis: must be at least 1, got 0"),
+            ("/pf_window_ttis", serde_json::json!(0), "pf_window_ttis: must be at least 1, got 0"),
+            ("/realtime_priority", serde_json::json!(100), "realtime_priority: must be at most 99, got 100"),
+            ("/duration_ms", serde_json::json!(0), "duration_ms: must be at least 1, got 0"),
+            ("/wired/queue_limit_bytes", serde_json::json!(0), "wired.queue_limit_bytes: must be at least 1, got 0"),
+        ];
+        for (pointer, bad, expected) in cases {
+            let mut value = example();
+            *value.pointer_mut(pointer).unwrap() = bad;
+            assert_eq!(parse(&value).unwrap_err(), expected);
+        }
+    }
+
+    #[test]
+    fn a_negative_count_names_the_field() {
+        let mut value = example();
+        value["ues"][0]["queue_limit_sdus"] = serde_json::json!(-1);
+        let error = parse(&value).unwrap_err();
+        assert!(error.starts_with("ues[0].queue_limit_sdus: invalid value: integer `-1`"), "{error}");
+    }
+
+    #[test]
+    fn two_ues_may_not_share_an_address_or_a_device() {
+        let mut value = example();
+        let mut second = value["ues"][0].clone();
+        second["netns"] = serde_json::json!("rnf-ue2");
+        value["ues"].as_array_mut().unwrap().push(second.clone());
+        assert_eq!(parse(&value).unwrap_err(), "ues[1].ipv4: 172.16.0.2 is the address of an earlier UE");
+        second["ipv4"] = serde_json::json!("172.16.0.3");
+        second["netns"] = serde_json::json!("rnf-ue1");
+        value["ues"][1] = second;
+        let error = parse(&value).unwrap_err();
+        assert!(error.starts_with("ues[1].ifname: device tun_srsue in namespace rnf-ue1 is already used"), "{error}");
+    }
+
+    #[test]
+    fn an_interface_name_longer_than_the_kernel_allows_is_refused() {
+        let mut value = example();
+        value["core"]["ifname"] = serde_json::json!("a_very_long_ifname");
+        let error = parse(&value).unwrap_err();
+        assert!(error.starts_with("core.ifname: \"a_very_long_ifname\" is not a Linux interface name"), "{error}");
+    }
+
+    #[test]
+    fn no_ues_is_an_error() {
+        let mut value = example();
+        value["ues"] = serde_json::json!([]);
+        assert_eq!(parse(&value).unwrap_err(), "ues: needs at least one UE");
+    }
+
+    #[test]
+    fn trailing_text_and_broken_json_are_errors() {
+        let mut text = example().to_string();
+        text.push_str(" x");
+        assert!(Config::parse(text.as_bytes()).unwrap_err().contains("trailing characters"));
+        assert!(Config::parse(b"{\"tti_us\": ").unwrap_err().contains("EOF while parsing"));
+    }
+
+    #[test]
+    fn load_names_the_file() {
+        let error = Config::load(Path::new("/nonexistent/datapath.json")).unwrap_err();
+        assert_eq!(error, "/nonexistent/datapath.json: no such file");
+    }
+}
