@@ -64,6 +64,7 @@ lint: setup
 bench: setup
 	$(VENV)/bin/python -m rnf_cell.bench
 	$(VENV)/bin/python -m rnf_bridge.bench
+	$(VENV)/bin/python -m rnf_proxy.bench
 
 clean:
 	rm -rf $(STAMP) $(VENV) $(TOOLS) virtual-cell/datapath/target

@@ -9,18 +9,24 @@ BASE = VALID["basic"]
 
 
 def test_classification_table():
-    assert classify(None, 7).verdict is Verdict.FIRST
-    assert classify(7, 8) == classify(7, 8) and classify(7, 8).lost == 0
-    assert classify(7, 10).lost == 2
-    assert classify(7, 7).verdict is Verdict.DUPLICATE
-    assert classify(7, 5).verdict is Verdict.OUT_OF_ORDER
-    assert classify(7, 0).verdict is Verdict.RESTART
-    assert classify(2**32 - 1, 1).verdict is Verdict.IN_ORDER and classify(2**32 - 1, 1).lost == 1
+    assert classify(None, 7, 100).verdict is Verdict.FIRST
+    assert classify((7, 100), 8, 110).verdict is Verdict.IN_ORDER and classify((7, 100), 8, 110).lost == 0
+    assert classify((7, 100), 10, 130).lost == 2
+    assert classify((7, 100), 7, 100).verdict is Verdict.DUPLICATE
+    assert classify((7, 100), 5, 80).verdict is Verdict.OUT_OF_ORDER
+    assert classify((7, 100), 0, 50).verdict is Verdict.RESTART
+    assert classify((2**32 - 1, 100), 1, 120).verdict is Verdict.IN_ORDER
+
+
+def test_restart_whose_first_messages_were_lost_is_recognised_by_its_newer_timestamp():
+    assert classify((5000, 100), 3, 200).verdict is Verdict.RESTART
+    assert classify((5000, 100), 4999, 90).verdict is Verdict.OUT_OF_ORDER
 
 
 def test_tracker_drops_duplicates_and_late_messages_and_counts_them():
     tracker = StreamTracker()
-    accepted = [tracker.offer(replace(BASE, seq=s)).verdict.accepted for s in (1, 2, 2, 5, 3, 6)]
+    sent = [(1, 10), (2, 20), (2, 20), (5, 50), (3, 30), (6, 60)]
+    accepted = [tracker.offer(replace(BASE, seq=s, timestamp_ns=t)).verdict.accepted for s, t in sent]
     assert accepted == [True, True, False, True, False, True]
     assert tracker.errors == {"duplicate": 1, "out_of_order": 1}
     assert tracker.lost == 2
@@ -34,9 +40,9 @@ def test_streams_are_independent():
 
 def test_publisher_restart_is_accepted():
     tracker = StreamTracker()
-    tracker.offer(replace(BASE, seq=500))
-    assert tracker.offer(replace(BASE, seq=0)).verdict is Verdict.RESTART
-    assert tracker.offer(replace(BASE, seq=1)).verdict is Verdict.IN_ORDER
+    tracker.offer(replace(BASE, seq=500, timestamp_ns=5000))
+    assert tracker.offer(replace(BASE, seq=0, timestamp_ns=6000)).verdict is Verdict.RESTART
+    assert tracker.offer(replace(BASE, seq=1, timestamp_ns=6010)).verdict is Verdict.IN_ORDER
     assert tracker.restarts == 1
 
 

@@ -30,7 +30,7 @@ def test_bad_messages_are_counted_and_never_stop_the_subscriber():
         publisher = Publisher("tcp://127.0.0.1:0")
         subscriber = Subscriber(publisher.endpoint)
         await _settle(publisher, subscriber)
-        last = subscriber.tracker.last_seq[BASE.key]
+        last = subscriber.tracker.last[BASE.key][0]
         raw = publisher._socket  # the same wire, carrying bytes the codec would never produce
         raw.send_multipart([BASE.key.topic(), encode(BASE)[:50]])
         raw.send_multipart([BASE.key.topic(), b"\x02" + encode(BASE)[1:]])

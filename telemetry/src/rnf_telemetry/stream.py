@@ -31,17 +31,19 @@ class Classified:
     lost: int = 0
 
 
-def classify(last_seq: int | None, seq: int) -> Classified:
-    """SPEC.md's table: what a message with sequence `seq` is, given the stream's last accepted one."""
-    if last_seq is None:
+def classify(last: tuple[int, int] | None, seq: int, timestamp_ns: int) -> Classified:
+    """SPEC.md's table: what a message is, given the stream's last accepted (seq, timestamp_ns)."""
+    if last is None:
         return Classified(Verdict.FIRST)
+    last_seq, last_timestamp_ns = last
     if seq == last_seq:
         return Classified(Verdict.DUPLICATE)
-    if seq == 0:
-        return Classified(Verdict.RESTART)
     step = (seq - last_seq) % _MOD
     if 0 < step < _HALF:
         return Classified(Verdict.IN_ORDER, lost=step - 1)
+    if seq == 0 or timestamp_ns > last_timestamp_ns:
+        # A publisher that restarted numbers from 0 again; its first messages may have been lost.
+        return Classified(Verdict.RESTART)
     return Classified(Verdict.OUT_OF_ORDER)
 
 
@@ -49,16 +51,16 @@ def classify(last_seq: int | None, seq: int) -> Classified:
 class StreamTracker:
     """Accepts or rejects decoded messages stream by stream, and counts what it rejected and lost."""
 
-    last_seq: dict[StreamKey, int] = field(default_factory=dict)
+    last: dict[StreamKey, tuple[int, int]] = field(default_factory=dict)
     errors: Counter[str] = field(default_factory=Counter)
     lost: int = 0
     restarts: int = 0
     accepted: int = 0
 
     def offer(self, message: TelemetryMessage) -> Classified:
-        result = classify(self.last_seq.get(message.key), message.seq)
+        result = classify(self.last.get(message.key), message.seq, message.timestamp_ns)
         if result.verdict.accepted:
-            self.last_seq[message.key] = message.seq
+            self.last[message.key] = (message.seq, message.timestamp_ns)
             self.accepted += 1
             self.lost += result.lost
             self.restarts += result.verdict is Verdict.RESTART

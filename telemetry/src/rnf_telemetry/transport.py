@@ -120,6 +120,19 @@ class Subscriber:
             if message is not None:
                 return message
 
+    async def receive_burst(self, limit: int = 8192) -> list[TelemetryMessage]:
+        """The next valid message and every one already queued behind it: one control step for a burst."""
+        messages = [await self.receive()]
+        while len(messages) < limit:
+            try:
+                frames = await self._socket.recv_multipart(flags=zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            message = self.accept(frames)
+            if message is not None:
+                messages.append(message)
+        return messages
+
     async def __aiter__(self) -> AsyncIterator[TelemetryMessage]:
         while True:
             yield await self.receive()

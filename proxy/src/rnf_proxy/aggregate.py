@@ -1,0 +1,255 @@
+"""One UE: its controller, its connections, and the decision in force carried out on the wire (enforcement).
+
+- `FREE` (itcp): each connection drains into its socket as far as TCP_NOTSENT_LOWAT allows; the kernel's
+  congestion control decides when bytes leave.
+- `WINDOW` (rnf, clamp, ewma, the fallback): what the UE's sockets hold, in flight plus not yet sent
+  (SIOCOUTQ, summed over the UE's connections), never exceeds the window; the proxy releases the difference.
+  ACKs shrink the send queues, and the proxy refills every `pump_interval_s` (1 ms) while window-limited, so
+  what is in flight stays at the window.
+- `QUOTA` (smvs): at the start of step k the quota w(k) is released into the UE's sockets, shared among the
+  connections; bytes that arrive from the server during the step come out of the remainder. The release is
+  exact, so what leaves during the step is w(k), and over a run the sum of the quotas. What the sockets still
+  hold unsent from earlier steps is capped at one quota: when the network cannot take the quotas (the UE's
+  receive window, a lost telemetry step that starts two steps at once), the release shrinks instead of the
+  kernel's backlog growing without bound. The sockets are paced at 1.1 w(k)/Ts (SO_MAX_PACING_RATE, TCP's
+  internal pacing), so the step's bytes are spread over the step rather than sent as a burst, with a tenth of
+  the step to spare for the jitter of the step clock. A step with w(k) = 0 leaves the pacing rate alone: the
+  kernel lowers its pacing rate at once but raises it only on the next ACK, so a rate cut to nothing would hold
+  back the first steps after an outage, when nothing is in flight to bring ACKs.
+- `hold_wired` stops reading from the servers, so their receive windows close (paper 004's link stall).
+
+Connections share an allowance by stride scheduling with priorities (`scheduler.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rnf_proxy import sockets
+from rnf_proxy.control import FREE, AckSample, Controller, Decision, Mode
+from rnf_proxy.relay import Flow
+from rnf_proxy.scheduler import StrideScheduler
+
+QUOTA_PACING_HEADROOM = 1.1
+log = logging.getLogger("rnf.proxy")
+
+
+@dataclass(frozen=True)
+class Enforcement:
+    """Settings of enforcement shared by every aggregate."""
+
+    pump_interval_s: float
+    free_notsent_bytes: int
+
+
+class Aggregate:
+    """The proxy's state for one UE (paper 004's aggregate)."""
+
+    def __init__(
+        self,
+        ue: str,
+        controller: Controller,
+        loop: asyncio.AbstractEventLoop,
+        enforcement: Enforcement,
+        scheduler: StrideScheduler[Flow],
+        closed: Callable[[Flow], None],
+    ) -> None:
+        self.ue, self.controller, self.loop = ue, controller, loop
+        self._closed = closed
+        self.enforcement = enforcement
+        self.scheduler = scheduler
+        self.flows: dict[Flow, None] = {}  # insertion-ordered set
+        self.decision: Decision = FREE
+        self.remaining = 0  # QUOTA: bytes of the step not yet released
+        self.quota_pacing = 0.0  # QUOTA: the pacing rate in force, bytes/s
+        self.window_limited = False  # since the last ACK sample
+        self.recorded_step = -1
+        self.queued = 0  # WINDOW: bytes in the UE's send queues, an upper bound between refreshes (SIOCOUTQ)
+        self._pump_soon: asyncio.Handle | None = None
+        self._pump_timer: asyncio.TimerHandle | None = None
+        self._last_sample: float | None = None
+
+    # -- connections ------------------------------------------------------------------------------------
+
+    def add(self, flow: Flow, priority: int, tickets: int) -> None:
+        self.flows[flow] = None
+        self.scheduler.add(flow, priority, tickets)
+        self._configure(flow)
+        if self.decision.hold_wired:
+            flow.hold(True)
+
+    def on_closed(self, flow: Flow) -> None:
+        self.flows.pop(flow, None)
+        self.scheduler.remove(flow)
+        self._closed(flow)
+
+    def on_data(self, flow: Flow) -> None:
+        if self.decision.mode is Mode.FREE:
+            self._send_free(flow)
+        elif self._pump_soon is None:  # every arrival of this loop iteration, one pump
+            self._pump_soon = self.loop.call_soon(self._soon_pump)
+
+    def _soon_pump(self) -> None:
+        self._pump_soon = None
+        self.pump()
+
+    def on_writable(self, flow: Flow) -> None:
+        self.on_data(flow)
+
+    # -- decisions --------------------------------------------------------------------------------------
+
+    def apply(self, decision: Decision) -> None:
+        """Put a decision in force (a new QUOTA step starts when the step number changes)."""
+        old = self.decision
+        if decision == old:
+            return
+        self.decision = decision
+        if decision.hold_wired != old.hold_wired:
+            for flow in self.flows:
+                flow.hold(decision.hold_wired)
+        if decision.mode is Mode.QUOTA:
+            self._start_step()
+        elif decision.mode != old.mode or decision.pacing_rate != old.pacing_rate:
+            for flow in self.flows:
+                self._configure(flow)
+        if decision.mode is Mode.WINDOW:
+            self._send_window(refresh=True)
+        else:
+            self.pump()
+
+    def _configure(self, flow: Flow) -> None:
+        """Pacing for a connection under the current decision."""
+        mode = self.decision.mode
+        if mode is Mode.QUOTA:
+            rate = self.quota_pacing
+        else:
+            rate = self.decision.pacing_rate if mode is Mode.WINDOW else 0.0
+        if not flow.closed:
+            try:
+                sockets.set_pacing(flow.ue, rate)
+            except OSError:
+                pass
+
+    def _start_step(self) -> None:
+        decision = self.decision
+        rate = QUOTA_PACING_HEADROOM * decision.limit / decision.step_s
+        if decision.limit > 0 and rate != self.quota_pacing:
+            self.quota_pacing = rate
+            for flow in self.flows:
+                self._configure(flow)
+        backlog = sum(sockets.not_sent(flow.ue_fd) for flow in self.flows if not flow.closed)
+        self.remaining = max(0, min(decision.limit, 2 * decision.limit - backlog))
+        self._send_quota()
+
+    # -- releasing bytes --------------------------------------------------------------------------------
+
+    def pump(self) -> None:
+        """Release what the decision allows now."""
+        mode = self.decision.mode
+        if mode is Mode.FREE:
+            for flow in list(self.flows):
+                self._send_free(flow)
+        elif mode is Mode.WINDOW:
+            self._send_window()
+        else:
+            self._send_quota()
+
+    def _send_free(self, flow: Flow) -> None:
+        if flow.closed or not flow.down.buffered:
+            return
+        limit = self.enforcement.free_notsent_bytes
+        # flow.unsent bounds the socket's unsent bytes (it only falls as the kernel sends): ask the kernel only
+        # when the bound says the socket might be full
+        if flow.unsent + flow.down.buffered > limit:
+            flow.unsent = sockets.not_sent(flow.ue_fd)
+        room = limit - flow.unsent
+        if room > 0:
+            flow.unsent += flow.send_down(room)
+        else:
+            flow.wait_writable()  # TCP_NOTSENT_LOWAT wakes us when the kernel has sent enough
+
+    def _demand(self) -> dict[Flow, int]:
+        return {flow: flow.down.buffered for flow in self.flows if flow.down.buffered and not flow.closed}
+
+    def _refresh_queued(self) -> None:
+        self.queued = sum(sockets.send_queue(flow.ue_fd) for flow in self.flows if not flow.closed)
+
+    def _send_window(self, refresh: bool = False) -> None:
+        demand = self._demand()
+        if not demand:
+            return
+        # self.queued only overestimates between refreshes (ACKs shrink the queues): ask the kernel when the
+        # estimate leaves no room, and on the timer
+        if refresh or self.queued >= self.decision.limit:
+            self._refresh_queued()
+        allowance = self.decision.limit - self.queued
+        if allowance > 0:
+            for flow, grant in self.scheduler.allocate(allowance, demand).items():
+                sent = flow.send_down(grant)
+                self.queued += sent
+                allowance -= sent
+        if allowance <= 0 and any(flow.down.buffered for flow in demand):
+            self.window_limited = True
+            self._schedule_pump()
+
+    def _send_quota(self) -> None:
+        if self.remaining <= 0:
+            return
+        demand = self._demand()
+        if not demand:
+            return
+        for flow, grant in self.scheduler.allocate(self.remaining, demand).items():
+            self.remaining -= flow.send_down(grant)
+
+    def _schedule_pump(self) -> None:
+        if self._pump_timer is None:
+            self._pump_timer = self.loop.call_later(self.enforcement.pump_interval_s, self._timer_pump)
+
+    def _timer_pump(self) -> None:
+        self._pump_timer = None
+        if self.flows and self.decision.mode is Mode.WINDOW:
+            self._send_window(refresh=True)
+        elif self.flows:
+            self.pump()
+
+    # -- what the UE's sockets saw ----------------------------------------------------------------------
+
+    def sample_acks(self, now: float) -> AckSample:
+        """TCP_INFO of the UE's connections since the last sample, summed: acknowledged bytes, RTTs, losses."""
+        interval = now - self._last_sample if self._last_sample is not None else 0.0
+        self._last_sample = now
+        acked = in_flight = retransmits = timeouts = 0
+        min_rtt = srtt = 0.0
+        mss = 1448
+        for flow in self.flows:
+            if flow.closed:
+                continue
+            try:
+                info = sockets.tcp_info(flow.ue)
+                queued = sockets.send_queue(flow.ue_fd)
+            except OSError:
+                continue
+            base_acked, base_retrans, base_rto = flow.acked_base
+            flow.acked_base = (info.bytes_acked, info.total_retrans, info.total_rto)
+            acked += max(0, info.bytes_acked - base_acked)
+            new_rto = info.total_rto - base_rto
+            timeouts += new_rto > 0
+            retransmits += new_rto == 0 and info.total_retrans > base_retrans
+            in_flight += max(0, queued - info.notsent_bytes)
+            if info.min_rtt_s > 0:
+                min_rtt = info.min_rtt_s if min_rtt == 0 else min(min_rtt, info.min_rtt_s)
+            srtt = max(srtt, info.rtt_s)
+            mss = info.snd_mss or mss
+        limited, self.window_limited = self.window_limited, False
+        return AckSample(acked, interval, in_flight, min_rtt, srtt, retransmits, timeouts, limited, mss)
+
+    def close(self) -> None:
+        for handle in (self._pump_timer, self._pump_soon):
+            if handle is not None:
+                handle.cancel()
+        self._pump_timer = self._pump_soon = None
+        for flow in list(self.flows):
+            flow.close()

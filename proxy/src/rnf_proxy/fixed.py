@@ -1,0 +1,44 @@
+"""A constant decision, for calibrating enforcement on a new setup: a fixed window or a fixed quota per step.
+
+With `mode = "quota"`, every tick of `ts_s` starts a new step with the same quota; with `mode = "window"`, the
+window never changes. Comparing what left per step, or what was in flight, with `bytes` measures how well the
+proxy turns decisions into bytes on the wire (`tests/test_enforce.py` does exactly that).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rnf_proxy.control import ControllerState, Decision, Mode, Sample, Tick
+
+
+class FixedConfig(BaseModel):
+    """`controller = {kind = "fixed", mode = "quota", bytes = 25000}`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["fixed"] = "fixed"
+    mode: Literal["window", "quota"] = "window"
+    bytes: int = Field(gt=0)
+    ts_s: float = Field(default=0.01, gt=0)
+
+
+class Fixed:
+    kind = "fixed"
+    wants_acks = False
+
+    def __init__(self, config: FixedConfig) -> None:
+        self.config = config
+        self.step = 0
+
+    def update(self, sample: Sample, now: float) -> Decision:
+        if self.config.mode == "window":
+            return Decision(Mode.WINDOW, self.config.bytes)
+        if isinstance(sample, Tick):
+            self.step += 1
+        return Decision(Mode.QUOTA, self.config.bytes, step=self.step, step_s=self.config.ts_s)
+
+    def state(self) -> ControllerState:
+        return ControllerState(w=float(self.config.bytes))

@@ -1,0 +1,290 @@
+"""SMVS window adaptation (paper 000, Sec. 4.2-4.3): a per-step quota that holds the eNB queue near q0.
+
+Step k lasts Ts, the telemetry period, and begins when the UE's telemetry of period k arrives.
+
+- q(k): the UE's RLC downlink queue; b(k)*Ts: what the air interface served during the period (reported
+  directly by the eNB, the paper's "Node-B records it" option).
+- b_bar <- alpha*b_bar + (1-alpha)*b(k) (eq. 19), then eta(k) = (b(k) - b_bar)*Ts with the updated b_bar.
+- eta_l and eta_u (29) are the minimum and maximum of eta over a sliding **horizon** of the last
+  `eta_horizon_s` seconds (100 steps at Ts = 10 ms). The paper takes min_k and max_k over all k; over a whole
+  run one start-up transient would widen eta_2, and with it the switching term, for ever. The horizon
+  should cover at least one period of the bandwidth variation; one second covers five periods of the
+  Fig. 11 trace with period 0.2 s and still forgets a rate step after a second. Outage steps are left out.
+  The horizon is kept in 10 blocks (of 10 steps at 1 s and 10 ms), so it spans 91 to 100 steps.
+- S(k) = q(k) - q0 - 2d*b_bar*Ts + gamma * sum_{i=1..2d} w(k-i) (the prediction (34) of q(k+2d) - q0).
+- w(k) = (b_bar*Ts + eta_1 - delta*Ts*S(k) - (eta_2 + eps*Ts)*sgn(S(k))) / gamma, clipped at 0 (eq. 36).
+  **w(k) is a quota**: the bytes released toward the UE during step k, not a window.
+- d = ceil(tau_p/Ts): configured, or derived from the measured delay between proxy and eNB, taken as half of
+  the smallest RTT of the UE's connections (TCP_INFO min_rtt; it includes the air interface and the uplink,
+  so d errs long); d = 1, the paper's value, until an RTT is known.
+
+Outage (flagged, or nothing served for a whole period while data was already queued): the quota is 0 for
+that step and is recorded as such in the w history (nothing was released), while b_bar and the eta horizon
+freeze; when the link returns, the first step uses the pre-outage b_bar, so sending resumes at once.
+
+Stale telemetry (none for `stale_periods` periods, 5 by default): the UE is handed to the feedback-free
+adaptive-EWMA controller (`ewma.py`), which has been following the UE's ACKs all along and starts from its
+estimate times the minimum RTT. Its window is ACK-clocked, so it cannot flood a queue it no longer sees.
+When telemetry returns, SMVS resumes with its w history set to b_bar*Ts per step (steady state).
+
+Default parameters follow the paper's rules rather than any trace: q0 = B_max/2 (paper: 100 of 200),
+delta*Ts = 0.875 (paper: 35 x 0.025, "delta*Ts -> 1"), and eps so that the predicted band is half of
+min(q0, B_max - q0), the margin rule (43) allows. Units are bytes, so gamma = 1. B_max is configured or, when
+not, the queue limit the eNB reports (`dl_queue_limit_bytes`).
+
+The law is written once, vectorized over UEs (`SmvsBank`, one row per UE, see `feedback.py`); `Smvs` is one
+UE's view of it with the `update(sample, now) -> Decision` interface.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from rnf_proxy.control import ControllerState, Decision, Mode
+from rnf_proxy.feedback import RanBatch, RanController, RowBank
+
+DEFAULT_DELTA_TS = 0.875  # paper 000 Sec. 5: delta = 35, Ts = 25 ms
+DEFAULT_BAND_FRACTION = 0.5  # predicted band as a fraction of min(q0, B_max - q0)
+MAX_D = 50
+QUOTA_HISTORY = 2 * MAX_D
+
+
+class SmvsConfig(BaseModel):
+    """`controller = {kind = "smvs", ...}`: paper 000's parameters, in bytes and seconds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["smvs"] = "smvs"
+    ts_s: float = Field(default=0.01, gt=0, description="Ts, the step: the telemetry period")
+    q0_bytes: int | None = Field(default=None, gt=0, description="reference queue; default B_max/2")
+    b_max_bytes: int | None = Field(default=None, gt=0, description="eNB queue limit; default from telemetry")
+    delta: float | None = Field(default=None, gt=0, description="1/s; default 0.875/Ts")
+    eps: float | None = Field(default=None, gt=0, description="bytes/s; default: band = half the margin")
+    alpha: float = Field(default=0.85, gt=0, lt=1)
+    gamma: float = Field(default=1.0, gt=0, description="queue bytes per window byte")
+    d: int | None = Field(default=None, ge=0, le=MAX_D, description="steps; default from the measured RTT")
+    eta_horizon_s: float = Field(default=1.0, gt=0)
+    stale_periods: int = Field(default=5, ge=1)
+
+
+@dataclass(frozen=True)
+class SmvsParams:
+    """Resolved parameters: every default filled in."""
+
+    ts: float
+    q0: float
+    b_max: float | None
+    delta: float
+    eps: float
+    alpha: float
+    gamma: float
+    d: int | None
+    horizon: int  # steps
+
+    @property
+    def band(self) -> float:
+        """Predicted quasi-sliding band, eps*Ts/(1 - delta*Ts) (paper 000 eq. (37))."""
+        denominator = 1 - self.delta * self.ts
+        return self.eps * self.ts / denominator if denominator > 0 else math.inf
+
+
+def resolve(config: SmvsConfig, reported_b_max: int = 0) -> SmvsParams | None:
+    """Fill in the defaults; None while B_max is needed and neither configured nor reported yet."""
+    b_max = config.b_max_bytes or reported_b_max or None
+    q0 = config.q0_bytes if config.q0_bytes is not None else (b_max / 2 if b_max else None)
+    if q0 is None:
+        return None
+    delta = config.delta if config.delta is not None else DEFAULT_DELTA_TS / config.ts_s
+    if config.eps is not None:
+        eps = config.eps
+    elif b_max is not None and b_max > q0 and delta * config.ts_s < 1:
+        eps = DEFAULT_BAND_FRACTION * min(q0, b_max - q0) * (1 - delta * config.ts_s) / config.ts_s
+    else:
+        return None
+    return SmvsParams(
+        ts=config.ts_s,
+        q0=float(q0),
+        b_max=float(b_max) if b_max else None,
+        delta=delta,
+        eps=eps,
+        alpha=config.alpha,
+        gamma=config.gamma,
+        d=config.d,
+        horizon=max(1, round(config.eta_horizon_s / config.ts_s)),
+    )
+
+
+class SmvsBank(RowBank):
+    """Eq. (36) for many UEs at once: one row per UE, one vectorized step per telemetry burst."""
+
+    q0: np.ndarray
+    eps: np.ndarray
+    b_max: np.ndarray
+    b_bar: np.ndarray
+    eta_low: np.ndarray  # (rows, blocks): min of eta per block of steps, a ring
+    eta_high: np.ndarray  # (rows, blocks): max of eta per block of steps
+    eta_count: np.ndarray
+    quotas: np.ndarray  # (rows, QUOTA_HISTORY) ring of w, slot k mod QUOTA_HISTORY holds w(k)
+
+    def __init__(self, config: SmvsConfig, capacity: int = 16) -> None:
+        self.config = config
+        self.base = resolve(config)
+        self.horizon = max(1, round(config.eta_horizon_s / config.ts_s))
+        # the horizon is kept in blocks (10 of them at most), so the min and max cover between
+        # horizon - block + 1 and horizon steps, at a tenth of the cost of a step-by-step ring
+        self.block = max(1, self.horizon // 10)
+        self.blocks = -(-self.horizon // self.block)
+        self.delta = config.delta if config.delta is not None else DEFAULT_DELTA_TS / config.ts_s
+        super().__init__(capacity)
+
+    def columns(self, capacity: int) -> dict[str, np.ndarray]:
+        return super().columns(capacity) | {
+            "q0": np.full(capacity, np.nan),
+            "eps": np.full(capacity, np.nan),
+            "b_max": np.full(capacity, np.nan),
+            "b_bar": np.full(capacity, np.nan),
+            "eta_low": np.zeros((capacity, self.blocks)),
+            "eta_high": np.zeros((capacity, self.blocks)),
+            "eta_count": np.zeros(capacity, dtype=np.int64),
+            "quotas": np.zeros((capacity, QUOTA_HISTORY)),
+        }
+
+    def add(self) -> int:
+        row = super().add()
+        if self.base is not None:
+            self._set_params(row, self.base)
+        return row
+
+    def _set_params(self, row: int, params: SmvsParams) -> None:
+        self.q0[row], self.eps[row] = params.q0, params.eps
+        self.b_max[row] = params.b_max if params.b_max is not None else np.nan
+
+    def params(self, row: int) -> SmvsParams | None:
+        """The resolved parameters of a row (None until B_max is known when it is needed)."""
+        if math.isnan(self.q0[row]):
+            return None
+        c = self.config
+        return SmvsParams(
+            ts=c.ts_s,
+            q0=float(self.q0[row]),
+            b_max=None if math.isnan(self.b_max[row]) else float(self.b_max[row]),
+            delta=self.delta,
+            eps=float(self.eps[row]),
+            alpha=c.alpha,
+            gamma=c.gamma,
+            d=c.d,
+            horizon=self.horizon,
+        )
+
+    def d(self, rows: np.ndarray) -> np.ndarray:
+        """Feedback delay in steps: configured, or ceil(tau_p/Ts) with tau_p = min RTT / 2, 1 until known."""
+        if self.config.d is not None:
+            return np.full(len(rows), self.config.d, dtype=np.int64)
+        rtt = self.min_rtt[rows]
+        derived = np.ceil(rtt / 2 / self.config.ts_s - 1e-9).astype(np.int64)
+        return np.where(rtt > 0, np.minimum(np.maximum(derived, 1), MAX_D), 1)
+
+    def restart(self, row: int) -> None:
+        """Back from the fallback: assume the steady state, b_bar*Ts released per step."""
+        if not math.isnan(self.b_bar[row]):
+            self.quotas[row, :] = self.b_bar[row] * self.config.ts_s
+
+    def _resolve(self, rows: np.ndarray, queue_limit: np.ndarray) -> None:
+        """Rows still waiting for B_max take it from the queue limit their eNB reports."""
+        pending = np.isnan(self.q0[rows])
+        for row, limit in zip(rows[pending].tolist(), queue_limit[pending].tolist(), strict=True):
+            params = resolve(self.config, int(limit))
+            if params is not None:
+                self._set_params(row, params)
+
+    def step(self, rows: np.ndarray, batch: RanBatch, now: float) -> list[Decision | None]:
+        c = self.config
+        ts, alpha, gamma, delta = c.ts_s, c.alpha, c.gamma, self.delta
+        self._resolve(rows, batch.queue_limit)
+        q0, eps, queue = self.q0[rows], self.eps[rows], batch.queue
+        down = batch.link_down(self.prev_queue[rows])
+        self.prev_queue[rows] = queue
+        steps = self.steps[rows] + 1
+        self.steps[rows] = steps
+        b = batch.rate()
+        old = self.b_bar[rows]
+        b_bar = np.where(down, old, np.where(np.isnan(old), b, alpha * old + (1 - alpha) * b))  # eq. (19)
+        self.b_bar[rows] = b_bar
+        # eta horizon: per row a ring of blocks of `block` steps, each holding its min and max; a row's first
+        # eta fills the whole ring, so the reductions need no mask
+        live = ~down
+        eta = (b - b_bar) * ts
+        count = self.eta_count[rows]
+        first = live & (count == 0)
+        self.eta_low[rows[first], :] = self.eta_high[rows[first], :] = eta[first, None]
+        later = np.flatnonzero(live & ~first)
+        block = (count[later] // self.block) % self.blocks
+        fresh = count[later] % self.block == 0  # a block starts: it forgets the steps it held a horizon ago
+        at = (rows[later], block)
+        self.eta_low[at] = np.where(fresh, eta[later], np.minimum(self.eta_low[at], eta[later]))
+        self.eta_high[at] = np.where(fresh, eta[later], np.maximum(self.eta_high[at], eta[later]))
+        self.eta_count[rows] = count + live
+        eta_l, eta_u = self.eta_low[rows].min(axis=1), self.eta_high[rows].max(axis=1)
+        eta_1, eta_2 = (eta_u + eta_l) / 2, (eta_u - eta_l) / 2  # eqs. (31)-(32)
+        # sum_{i=1..2d} w(k-i): the last 2d quotas of each row's ring (slot k mod QUOTA_HISTORY holds w(k))
+        two_d = 2 * self.d(rows)
+        ages = np.arange(1, int(two_d.max()) + 1)
+        slots = (steps[:, None] - ages[None, :]) % QUOTA_HISTORY
+        past = np.where(ages[None, :] <= two_d[:, None], self.quotas[rows[:, None], slots], 0.0).sum(axis=1)
+        b_bar0 = np.where(np.isnan(b_bar), 0.0, b_bar)
+        s = queue - q0 - two_d * b_bar0 * ts + gamma * past  # S(k), eq. (34)
+        w = (b_bar0 * ts + eta_1 - delta * ts * s - (eta_2 + eps * ts) * np.sign(s)) / gamma  # eq. (36)
+        w = np.where(down, 0.0, np.maximum(w, 0.0))  # NaN stays NaN where q0 is not resolved yet
+        released = np.where(np.isnan(w), 0.0, w)
+        self.quotas[rows, steps % QUOTA_HISTORY] = released
+        self.w[rows], self.q[rows], self.b[rows], self.s[rows], self.outage[rows] = (
+            w,
+            queue,
+            np.where(down, 0, b),
+            s,
+            down,
+        )
+        limits = np.rint(released).astype(np.int64).tolist()
+        quota = Mode.QUOTA
+        return [
+            None if w != w else Decision(quota, limit, k, ts)  # w != w: NaN, no parameters yet
+            for w, limit, k in zip(w.tolist(), limits, steps.tolist(), strict=True)
+        ]
+
+    def state(self, row: int) -> ControllerState:
+        q, q0 = float(self.q[row]), float(self.q0[row])
+        resolved = not math.isnan(q0)
+        band = float(self.eps[row]) * self.config.ts_s / (1 - self.delta * self.config.ts_s)
+        b_bar, s = float(self.b_bar[row]), float(self.s[row])
+        return ControllerState(
+            w=float(self.w[row]) if resolved else None,
+            q=q,
+            q0=q0 if resolved else None,
+            b=float(self.b[row]),
+            b_bar=None if math.isnan(b_bar) else b_bar,
+            s=None if math.isnan(s) else s,
+            band=band if resolved else None,
+            in_band=abs(q - q0) < band if resolved else None,
+            outage=bool(self.outage[row]),
+        )
+
+
+class Smvs(RanController):
+    """Paper 000 eq. (36) for one UE: a row of an `SmvsBank`, with freshness and fallback (`feedback.py`)."""
+
+    kind = "smvs"
+
+    def __init__(self, config: SmvsConfig | None = None, bank: SmvsBank | None = None) -> None:
+        bank = bank or SmvsBank(config or SmvsConfig())
+        super().__init__(bank, bank.config.ts_s, bank.config.stale_periods)
+        self.config = bank.config
+        self.smvs_bank = bank
+
+    @property
+    def d(self) -> int:
+        return int(self.smvs_bank.d(np.array([self.row]))[0])

@@ -1,0 +1,36 @@
+"""`rnf params check` prints the predicted band and fails on a broken rule; `rnf proxy` rejects bad files."""
+
+from click.testing import CliRunner
+from rnf_proxy.cli import params, proxy
+
+
+def test_params_check_prints_the_band_and_passes_the_defaults():
+    result = CliRunner().invoke(
+        params, ["check", "--b-max", "300000", "--rate-mbps", "20", "--variation-period", "0.2"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "predicted band: |q - q0| < 75000 B, q in (75000, 225000) B" in result.output
+    assert "FAIL" not in result.output
+
+
+def test_params_check_fails_when_a_step_drains_the_queue():
+    # the paper's Sec. 5.2 example in bytes: Ts = 0.2 s against B_max/b_bar = 200 kB / 1.16 MB/s = 0.17 s
+    args = ["check", "--ts", "0.2", "--delta", "4", "--eps", "20000", "--q0", "100000", "--b-max", "200000"]
+    result = CliRunner().invoke(params, [*args, "--rate-mbps", "9.28"])
+    assert result.exit_code == 1
+    assert "FAIL Ts < B_max/b_bar" in result.output
+    assert "predicted band: |q - q0| < 20000 B" in result.output
+
+
+def test_params_check_reads_a_proxy_file(tmp_path):
+    path = tmp_path / "proxy.toml"
+    path.write_text('[controller]\nkind = "smvs"\nb_max_bytes = 200000\nq0_bytes = 100000\neps = 10000000\n')
+    result = CliRunner().invoke(params, ["check", str(path)])
+    assert result.exit_code == 1 and "FAIL band < min(q0, B_max - q0)" in result.output
+
+
+def test_proxy_rejects_a_bad_file_in_one_line(tmp_path):
+    path = tmp_path / "proxy.toml"
+    path.write_text('[controller]\nkind = "nope"\n')
+    result = CliRunner().invoke(proxy, [str(path)])
+    assert result.exit_code == 2 and "proxy.toml: controller" in result.output

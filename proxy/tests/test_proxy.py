@@ -1,0 +1,334 @@
+"""The whole proxy with real telemetry over ZeroMQ: mapping, bad input, publisher restarts, stale telemetry,
+outages, and the controller state it records."""
+
+import asyncio
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+import zmq
+from rnf_proxy import Proxy, ProxyConfig, sockets
+from rnf_proxy.control import Mode
+from rnf_proxy.rnf import RnfConfig
+from rnf_proxy.smvs import SmvsConfig
+from rnf_telemetry.message import TelemetryMessage, encode_multipart
+from rnf_telemetry.record import FileRecorder
+from rnf_telemetry.transport import Publisher
+
+pytestmark = pytest.mark.root
+
+PERIOD = 0.01
+SMVS = SmvsConfig(b_max_bytes=200_000, q0_bytes=100_000)
+
+
+class FakeEnb:
+    """Publishes one telemetry message per UE per period, like an eNB whose UEs drain 25 kB per period."""
+
+    def __init__(
+        self,
+        endpoint: str = "tcp://127.0.0.1:0",
+        ues: tuple[str, ...] = ("172.16.0.2",),
+        seq: int = 0,
+        publisher: Publisher | None = None,
+    ) -> None:
+        self.publisher = publisher or Publisher(endpoint)
+        self.endpoint = self.publisher.endpoint
+        self.ues = ues
+        self.outage = False
+        self.running = True
+        self.lcid = 3
+        self.seq = seq
+
+    def message(self, index: int, ue: str) -> TelemetryMessage:
+        return TelemetryMessage(
+            cell_id=1,
+            rnti=0x46 + index,
+            lcid=self.lcid,
+            timestamp_ns=time.time_ns(),
+            tti=self.seq * 10,
+            seq=self.seq,
+            period_us=int(PERIOD * 1e6),
+            dl_queue_new_bytes=100_000,
+            dl_queue_limit_bytes=200_000,
+            dl_sched_new_bytes=0 if self.outage else 25_000,
+            ue_ip=ue,
+            outage=self.outage,
+        )
+
+    async def run(self) -> None:
+        while True:
+            if self.running:
+                for index, ue in enumerate(self.ues):
+                    self.publisher.send(self.message(index, ue))
+                self.seq += 1
+            await asyncio.sleep(PERIOD)
+
+    def close(self) -> None:
+        self.publisher.close()
+
+
+def config(net, endpoint: str, controller=SMVS, **changes) -> ProxyConfig:
+    return ProxyConfig.model_validate(
+        {"namespace": net.core, "controller": controller, "telemetry": {"endpoint": endpoint}} | changes
+    )
+
+
+def bulk(connection, peer) -> None:
+    try:
+        while True:
+            connection.sendall(bytes(1 << 16))
+    except OSError:
+        pass
+
+
+def download(net, port: int, ue: int = 1) -> threading.Event:
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            with net.connect(port, ue) as client:
+                while not stop.is_set() and client.recv(1 << 20):
+                    pass
+        except OSError:  # the proxy or the namespace went away first
+            pass
+
+    threading.Thread(target=read, daemon=True).start()
+    return stop
+
+
+async def until(condition, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.01)
+
+
+def sent(proxy: Proxy, ue: str) -> int:
+    return sum(sockets.tcp_info(flow.ue).bytes_sent for flow in proxy.aggregates[ue].flows)
+
+
+@pytest.mark.ues(2)
+def test_telemetry_reaches_the_ue_it_names_and_bad_messages_are_counted(net, serve):
+    server = serve(bulk)
+    enb = FakeEnb(ues=("172.16.0.2",))  # only UE 1 is reported
+
+    async def scenario():
+        async with Proxy(config(net, enb.endpoint)) as proxy:
+            task = asyncio.create_task(enb.run())
+            stops = [download(net, server.port, ue) for ue in (1, 2)]
+            await until(
+                lambda: len(proxy.aggregates) == 2 and proxy.aggregates["172.16.0.2"].decision.mode is Mode.QUOTA
+            )
+            modes = {ue: aggregate.decision.mode for ue, aggregate in proxy.aggregates.items()}
+            raw = enb.publisher._socket  # the same wire, carrying what no codec would produce
+            topic, payload = encode_multipart(enb.message(0, "172.16.0.2"))
+            raw.send_multipart([topic, payload[:50]])
+            raw.send_multipart([b"tlm1/garbage", b"x"])
+            raw.send_multipart([b"tlm1/00000001/0046/03"])
+            for seq in range(5):  # another bearer of the same UE: not the one carrying its traffic
+                enb.publisher.send(replace(enb.message(0, "172.16.0.2"), lcid=4, seq=seq))
+            await asyncio.sleep(0.1)
+            stats = proxy.stats()
+            task.cancel()
+            for stop in stops:
+                stop.set()
+            return stats, modes
+
+    stats, modes = asyncio.run(scenario())
+    enb.close()
+    assert modes == {"172.16.0.2": Mode.QUOTA, "172.16.0.3": Mode.WINDOW}  # UE 2 has no telemetry: fallback
+    assert stats["telemetry_error_truncated"] == 1
+    assert stats["telemetry_error_topic"] == 1
+    assert stats["telemetry_error_frames"] == 1
+    assert stats["telemetry_other_bearer"] == 5
+
+
+def test_a_restarted_publisher_is_picked_up_again(net):
+    enb = FakeEnb(seq=100_000)  # a long-lived eNB
+
+    async def scenario():
+        async with Proxy(config(net, enb.endpoint)) as proxy:
+            task = asyncio.create_task(enb.run())
+            await until(lambda: proxy.stats().get("telemetry_accepted", 0) > 10)
+            task.cancel()
+            enb.close()  # the eNB goes away...
+            await asyncio.sleep(0.3)
+            restarted = FakeEnb(enb.endpoint)  # ...and comes back on the same endpoint, seq from 0
+            before = proxy.stats()["telemetry_accepted"]
+            task = asyncio.create_task(restarted.run())
+            # the subscriber reconnects by itself; its first messages after the restart are lost (slow joiner),
+            # so the restart is recognised from the run of older sequence numbers, not from seq 0
+            await until(lambda: proxy.stats()["telemetry_accepted"] > before + 10, timeout=2)
+            task.cancel()
+            restarted.close()
+            return proxy.stats()
+
+    stats = asyncio.run(scenario())
+    assert stats["telemetry_restarts"] == 1
+
+
+STALE_AFTER = 20  # periods: wide enough for a loaded machine's timing; the default 5 is unit-tested
+
+
+@pytest.mark.parametrize(
+    "controller",
+    [SMVS.model_copy(update={"stale_periods": STALE_AFTER}), RnfConfig(q_ref_bytes=50_000, stale_periods=STALE_AFTER)],
+    ids=["smvs", "rnf"],
+)
+def test_stale_telemetry_falls_back_and_the_proxy_keeps_forwarding(net, serve, tmp_path, controller):
+    server = serve(bulk)
+    enb = FakeEnb()
+    recorder = FileRecorder(tmp_path / "series.lp")
+
+    async def scenario():
+        async with Proxy(config(net, enb.endpoint, controller), recorder) as proxy:
+            task = asyncio.create_task(enb.run())
+            stop = download(net, server.port)
+            ue = "172.16.0.2"
+            await until(lambda: ue in proxy.aggregates and proxy.aggregates[ue].flows)
+            await until(lambda: not proxy.aggregates[ue].controller.in_fallback)
+            await asyncio.sleep(0.2)
+            enb.running = False  # telemetry stops
+            await asyncio.sleep(STALE_AFTER * PERIOD / 4)
+            still_fresh = not proxy.aggregates[ue].controller.in_fallback
+            await asyncio.sleep(STALE_AFTER * PERIOD)
+            fallback = proxy.aggregates[ue].controller.in_fallback
+            before = sent(proxy, ue)
+            await asyncio.sleep(0.5)
+            forwarded = sent(proxy, ue) - before
+            enb.running = True  # telemetry returns: control returns
+            await until(lambda: not proxy.aggregates[ue].controller.in_fallback)
+            task.cancel()
+            stop.set()
+            return still_fresh, fallback, forwarded
+
+    still_fresh, fallback, forwarded = asyncio.run(scenario())
+    recorder.close()
+    enb.close()
+    assert still_fresh and fallback
+    assert forwarded > 100_000  # the fallback window kept the download going
+    lines = (tmp_path / "series.lp").read_text().splitlines()
+    assert any("stale=1i" in line for line in lines)
+    assert any("stale=0i" in line for line in lines)
+
+
+def test_outage_freezes_sending_and_it_resumes_at_once_without_slow_start(net, serve, tmp_path):
+    server = serve(bulk)
+    enb = FakeEnb()
+    recorder = FileRecorder(tmp_path / "series.lp")
+
+    async def scenario():
+        async with Proxy(config(net, enb.endpoint), recorder) as proxy:
+            task = asyncio.create_task(enb.run())
+            stop = download(net, server.port)
+            ue = "172.16.0.2"
+            await until(lambda: ue in proxy.aggregates and proxy.aggregates[ue].flows)
+            await asyncio.sleep(0.5)
+            enb.outage = True
+            await asyncio.sleep(0.05)
+            frozen_from = sent(proxy, ue)
+            await asyncio.sleep(0.5)
+            during = sent(proxy, ue) - frozen_from
+            enb.outage = False
+            resumed_from, resumed_at = sent(proxy, ue), time.monotonic()
+            await until(lambda: sent(proxy, ue) - resumed_from > 50_000, timeout=2)
+            resume_s = time.monotonic() - resumed_at
+            cwnd = min(sockets.tcp_info(flow.ue).snd_cwnd_segments for flow in proxy.aggregates[ue].flows)
+            task.cancel()
+            stop.set()
+            return during, resume_s, cwnd
+
+    during, resume_s, cwnd = asyncio.run(scenario())
+    recorder.close()
+    enb.close()
+    assert during < 30_000  # at most what was already queued in the socket when the outage began
+    assert resume_s < 0.1  # two quotas' worth within a few steps: no slow start, no back-off
+    assert cwnd >= 1000  # the kernel's window was neither reset by the idle period nor slow-started
+    lines = [line for line in (tmp_path / "series.lp").read_text().splitlines() if line.startswith("controller,")]
+    assert any("outage=1i" in line for line in lines)
+    assert all(
+        key in lines[-1]
+        for key in ("w_bytes=", "q_bytes=", "q0_bytes=", "b_bps=", "b_bar_bps=", "s_bytes=", "in_band=")
+    )
+
+
+def test_broken_smvs_parameters_are_refused_unless_allowed(net):
+    from rnf_cli.errors import UserError
+
+    broken = SmvsConfig(b_max_bytes=200_000, q0_bytes=100_000, eps=10_000_000)  # band far wider than q0
+
+    async def start(allow: bool):
+        async with Proxy(config(net, "tcp://127.0.0.1:1", broken, allow_broken_params=allow)):
+            return True
+
+    with pytest.raises(UserError, match="band < min"):
+        asyncio.run(start(False))
+    assert asyncio.run(start(True))
+
+
+def test_a_fast_server_cannot_fill_the_proxy_beyond_the_ue_limit(net, serve):
+    import fcntl
+    import struct
+    import termios
+
+    server = serve(bulk)
+    ue_limit = 256 * 1024
+    net.bottleneck(rate_mbit=10)  # the UE reads, slowly: the servers could send far faster
+
+    def held(flow) -> int:
+        """What the proxy holds for a connection: its pipe and the wired socket's receive queue."""
+        waiting = struct.unpack("i", fcntl.ioctl(flow.server_fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        return flow.down.buffered + waiting
+
+    async def scenario():
+        proxy_config = config(net, "tcp://127.0.0.1:1", controller={"kind": "itcp"}, buffers={"ue_bytes": ue_limit})
+        async with Proxy(proxy_config) as proxy:
+            stops = [download(net, server.port) for _ in range(4)]
+            await until(lambda: "172.16.0.2" in proxy.aggregates and len(proxy.aggregates["172.16.0.2"].flows) == 4)
+            await asyncio.sleep(2.0)  # what earlier connections were promised before the others came drains
+            totals = []
+            for _ in range(20):
+                totals.append(sum(held(flow) for flow in proxy.aggregates["172.16.0.2"].flows))
+                await asyncio.sleep(0.05)
+            for stop in stops:
+                stop.set()
+            return totals
+
+    totals = asyncio.run(scenario())
+    assert max(totals) <= ue_limit * 1.05
+    assert min(totals) > ue_limit / 4  # and it is used: the proxy keeps data ready for the UE
+
+
+@pytest.mark.parametrize("authorised", [True, False], ids=["known-key", "wrong-key"])
+def test_curve_authenticated_telemetry_from_an_enb_on_another_host(authorised):
+    from rnf_telemetry.transport import CurveKeys
+
+    server_public, server_secret = zmq.curve_keypair()
+    client_public, client_secret = zmq.curve_keypair()
+    publisher = Publisher("tcp://127.0.0.1:0", curve=CurveKeys(server_public, server_secret))
+    expected_server = server_public if authorised else zmq.curve_keypair()[0]
+    proxy_config = ProxyConfig(
+        mode="explicit",
+        listen="127.0.0.1:0",
+        server="127.0.0.1:9",
+        kernel={"tune": False},
+        telemetry={
+            "endpoint": publisher.endpoint,
+            "curve_public_key": client_public.decode(),
+            "curve_secret_key": client_secret.decode(),
+            "curve_server_key": expected_server.decode(),
+        },
+    )
+
+    async def scenario():
+        async with Proxy(proxy_config) as proxy:
+            task = asyncio.create_task(FakeEnb(publisher=publisher).run())
+            await asyncio.sleep(0.5)
+            task.cancel()
+            return proxy.stats().get("telemetry_accepted", 0)
+
+    accepted = asyncio.run(scenario())
+    publisher.close()
+    assert (accepted > 10) if authorised else (accepted == 0)
