@@ -113,6 +113,21 @@ def test_published_telemetry_matches_what_the_ue_kernel_received(cell_data, tmp_
     assert all(m.ue_ip == "172.16.0.2" and m.rnti == 0x46 for m in messages)
 
 
+def children(parent: int, name: str) -> list[int]:
+    """Pids of the processes called `name` whose parent is `parent` (from /proc/PID/stat)."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except FileNotFoundError:
+            continue
+        command = stat[stat.index("(") + 1 : stat.rindex(")")]
+        parent_pid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if command == name and parent_pid == parent:
+            found.append(int(entry))
+    return found
+
+
 def rnf(*args: str) -> list[str]:
     return [sys.executable, "-m", "rnf_cli", *args]
 
@@ -127,19 +142,20 @@ def test_killed_cell_leaves_nothing_that_stops_the_next_run(cell_data, tmp_path)
     )
     first = subprocess.Popen(rnf("cell", str(cell_file)), stdout=subprocess.PIPE, text=True)
     assert "virtual cell up" in first.stdout.readline()
+    datapaths = children(first.pid, "rnf-cell-dp")
+    assert datapaths, "the cell runs its datapath as a child process"
     first.send_signal(signal.SIGKILL)
     first.wait()
+    deadline = time.monotonic() + 3
+    while any(Path(f"/proc/{pid}").exists() for pid in datapaths) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in datapaths), "the datapath outlived its parent"
     assert leftovers(prefix), "a killed cell leaves its namespaces behind (its datapath dies with it)"
     time.sleep(0.3)
     second = subprocess.run(rnf("cell", str(cell_file), "--duration", "1"), capture_output=True, text=True)
     assert second.returncode == 0, second.stderr
     assert "removing leftovers" in second.stderr
     assert leftovers(prefix) == []
-    assert not any(
-        "rnf-cell-dp" in Path(f"/proc/{p}/cmdline").read_text()
-        for p in os.listdir("/proc")
-        if p.isdigit() and Path(f"/proc/{p}/cmdline").exists()
-    )
 
 
 def test_ctrl_c_stops_cleanly(cell_data, tmp_path):
