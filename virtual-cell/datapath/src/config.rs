@@ -177,17 +177,12 @@ fn netns_name(field: &str, name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `No such file or directory` without Rust's ` (os error 2)` suffix.
+/// The error's text without Rust's ` (os error N)` suffix: `No such file or directory`.
 pub fn io_reason(error: &std::io::Error) -> String {
-    match error.kind() {
-        std::io::ErrorKind::NotFound => "no such file".into(),
-        _ => {
-            let text = error.to_string();
-            match text.find(" (os error") {
-                Some(end) => text[..end].to_string(),
-                None => text,
-            }
-        }
+    let text = error.to_string();
+    match text.find(" (os error") {
+        Some(end) => text[..end].to_string(),
+        None => text,
     }
 }
 
@@ -337,6 +332,6 @@ mod tests {
     #[test]
     fn load_names_the_file() {
         let error = Config::load(Path::new("/nonexistent/datapath.json")).unwrap_err();
-        assert_eq!(error, "/nonexistent/datapath.json: no such file");
+        assert_eq!(error, "/nonexistent/datapath.json: No such file or directory");
     }
 }

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 
 use crate::cell::{Cell, Delivery, UeParams};
+use crate::clock::{Step, TtiClock};
 use crate::config::Config;
 use crate::delay::DelayLine;
 use crate::io::packet::{PacketSocket, ReceiveBatch, send_all};
@@ -34,13 +35,21 @@ const TOKEN_UE: u64 = 16;
 /// Packets read from one device per wake-up before the loop looks at the TTI clock again.
 const READ_BUDGET: usize = 32;
 /// Packets released from one delay line per pass.
-const RELEASE_BUDGET: usize = 64;
+const RELEASE_BUDGET: usize = 32;
 /// Messages (report batches, packet-log batches) waiting for the reporting thread.
 const REPORT_QUEUE: usize = 1024;
 /// Packet-log records held back while the reporting thread is behind, before records are dropped.
 const LOG_BACKLOG_MAX: usize = 1 << 20;
+/// Packet-log records go to the reporting thread in batches: this many records, or every this many TTIs.
+const LOG_BATCH_RECORDS: usize = 1024;
+const LOG_BATCH_TTIS: u64 = 10;
 /// Recycled packet buffers kept for reuse.
 const POOL_MAX: usize = 8192;
+/// Under `SCHED_FIFO`, after this long without blocking, the loop sleeps `REST_NS`: normal tasks that share its
+/// CPU (often the UE's application, woken from our TUN writes) then run in short gaps, instead of the kernel
+/// stopping the loop for up to 50 ms to run them (RT throttling / the fair deadline server) when it saturates.
+const BUSY_MAX_NS: u64 = 1_000_000;
+const REST_NS: u64 = 100_000;
 
 /// Runs the datapath described by the configuration file until it is told to stop.
 pub fn run(config_path: &Path) -> Result<(), String> {
@@ -57,13 +66,13 @@ pub fn run(config_path: &Path) -> Result<(), String> {
             harq_rtt_ttis: ue.harq_rtt_us.div_ceil(config.tti_us).max(1),
         });
     }
+    let devices = Devices::open(&config).map_err(|e| format!("{file}: {e}"))?;
     let packet_log = match &config.packet_log {
         Some(path) => {
             Some(File::create(path).map_err(|e| format!("{file}: packet_log: {}: {}", path.display(), reason(&e)))?)
         }
         None => None,
     };
-    let devices = Devices::open(&config).map_err(|e| format!("{file}: {e}"))?;
 
     let (sender, receiver) = sync_channel(REPORT_QUEUE);
     let logging = packet_log.is_some();
@@ -72,19 +81,22 @@ pub fn run(config_path: &Path) -> Result<(), String> {
         .spawn(move || write_reports(receiver, packet_log))
         .map_err(|e| format!("cannot start the reporting thread: {}", reason(&e)))?;
     // After the reporting thread started: it keeps the normal scheduler.
-    if config.realtime_priority > 0 {
-        if let Err(e) = sys::realtime(config.realtime_priority) {
-            eprintln!(
-                "rnf-cell-dp: warning: realtime_priority {}: SCHED_FIFO refused ({}); running with the normal scheduler",
-                config.realtime_priority,
-                reason(&e)
-            );
-        }
-    }
+    let realtime = config.realtime_priority > 0
+        && match sys::realtime(config.realtime_priority) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!(
+                    "rnf-cell-dp: warning: realtime_priority {}: SCHED_FIFO refused ({}); running with the normal scheduler",
+                    config.realtime_priority,
+                    reason(&e)
+                );
+                false
+            }
+        };
     sys::precise_timers();
 
     let cell = Cell::new(config.scheduler, config.pf_window_ttis, config.report_period_ttis, config.seed, ues);
-    let mut datapath = Datapath::new(&config, devices, cell, sender, logging)?;
+    let mut datapath = Datapath::new(&config, devices, cell, sender, logging, realtime)?;
     if !parent_alive {
         datapath.stop = true;
     }
@@ -192,8 +204,8 @@ impl Ready {
     }
 
     fn clear(&mut self) {
-        let ues = std::mem::take(&mut self.ues);
-        *self = Ready { ues, ..Ready::default() };
+        (self.timer, self.signal, self.stdin, self.sgi, self.wire_server, self.wire_core) =
+            (false, false, false, false, false, false);
         self.ues.fill(false);
     }
 }
@@ -224,9 +236,7 @@ struct Datapath {
     to_core: WiredLink<Vec<u8>>,
     to_server: WiredLink<Vec<u8>>,
     cell: Cell,
-    start_ns: u64,
-    tti_ns: u64,
-    end_tti: Option<u64>,
+    clock: TtiClock,
     lateness: LatenessHistogram,
     pool: Pool,
     scratch: Vec<u8>,
@@ -237,9 +247,13 @@ struct Datapath {
     deliveries: Vec<Delivery>,
     reports: Vec<UeReport>,
     log: Vec<LogRecord>,
+    log_sent_tti: u64,
     logging: bool,
     reporter: SyncSender<Message>,
     stats: Stats,
+    realtime: bool,
+    /// When the loop last left the CPU to others (blocked or slept for at least `REST_NS`).
+    rested_ns: u64,
 }
 
 impl Datapath {
@@ -249,6 +263,7 @@ impl Datapath {
         cell: Cell,
         reporter: SyncSender<Message>,
         logging: bool,
+        realtime: bool,
     ) -> Result<Datapath, String> {
         let syscall = |what: &str, e: std::io::Error| format!("{what}: {}", reason(&e));
         let epoll = Epoll::new(64 + devices.ues.len()).map_err(|e| syscall("epoll_create1", e))?;
@@ -267,7 +282,6 @@ impl Datapath {
         // a closed stdin (EBADF) has nothing to say: both are ignored.
         let _ = epoll.add(libc::STDIN_FILENO, TOKEN_STDIN);
         let w = &config.wired;
-        let tti_ns = config.tti_us * 1000;
         Ok(Datapath {
             ready: Ready { ues: vec![false; devices.ues.len()], ..Ready::default() },
             epoll,
@@ -280,9 +294,7 @@ impl Datapath {
             to_core: WiredLink::new(w.rate_bps, w.delay_us * 1000, w.queue_limit_bytes),
             to_server: WiredLink::new(w.rate_bps, w.delay_us * 1000, w.queue_limit_bytes),
             cell,
-            start_ns: 0,
-            tti_ns,
-            end_tti: config.duration_ms.map(|ms| (ms * 1_000_000).div_ceil(tti_ns)),
+            clock: TtiClock::new(0, config.tti_us, config.duration_ms),
             lateness: LatenessHistogram::default(),
             pool: Pool { free: Vec::new() },
             scratch: vec![0; 65536],
@@ -293,20 +305,32 @@ impl Datapath {
             deliveries: Vec::new(),
             reports: Vec::new(),
             log: Vec::new(),
+            log_sent_tti: 0,
             logging,
             reporter,
             stats: Stats::default(),
+            realtime,
+            rested_ns: 0,
             devices,
         })
     }
 
     fn run(&mut self) -> Result<(), String> {
-        self.start_ns = monotonic_ns();
+        self.clock.start_ns = monotonic_ns();
+        self.rested_ns = self.clock.start_ns;
         while !self.stop {
             self.arm_timer()?;
             self.ready.clear();
             let ready = &mut self.ready;
+            let before = monotonic_ns();
             self.epoll.wait(-1, |token| ready.mark(token)).map_err(|e| format!("epoll_wait: {}", reason(&e)))?;
+            let after = monotonic_ns();
+            if after - before >= REST_NS {
+                self.rested_ns = after;
+            } else if self.realtime && after - self.rested_ns > BUSY_MAX_NS {
+                std::thread::sleep(std::time::Duration::from_nanos(REST_NS));
+                self.rested_ns = monotonic_ns();
+            }
             if self.ready.timer {
                 self.timer.acknowledge();
             }
@@ -349,7 +373,7 @@ impl Datapath {
     /// The next moment something is due: a TTI (or the end of `duration_ms`), an uplink release, a frame
     /// reaching the far end of the wired link. Backhaul releases only matter at TTI boundaries.
     fn arm_timer(&mut self) -> Result<(), String> {
-        let mut deadline = self.start_ns + self.cell.next_tti() * self.tti_ns;
+        let mut deadline = self.clock.due_ns(self.cell.next_tti());
         let releases = self.uplink.iter().filter_map(DelayLine::next_release);
         let arrivals = [self.to_core.next_arrival(), self.to_server.next_arrival()].into_iter().flatten();
         for moment in releases.chain(arrivals) {
@@ -360,18 +384,16 @@ impl Datapath {
 
     /// Runs every TTI that is due, in order; stops at the end of `duration_ms`.
     fn run_due_ttis(&mut self) {
-        loop {
-            let tti = self.cell.next_tti();
-            let due = self.start_ns + tti * self.tti_ns;
-            let now = monotonic_ns();
-            if now < due || self.stop {
-                return;
-            }
-            if self.end_tti.is_some_and(|end| tti >= end) {
-                self.stop = true;
-                return;
-            }
-            self.lateness.record(now - due);
+        while !self.stop {
+            let (due, lateness) = match self.clock.step(self.cell.next_tti(), monotonic_ns()) {
+                Step::Run { due_ns, lateness_ns } => (due_ns, lateness_ns),
+                Step::Wait { .. } => return,
+                Step::End => {
+                    self.stop = true;
+                    return;
+                }
+            };
+            self.lateness.record(lateness);
             for (i, line) in self.backhaul.iter_mut().enumerate() {
                 while let Some(sdu) = line.pop_due(due) {
                     if let Err(sdu) = self.cell.enqueue(i, sdu) {
@@ -534,17 +556,20 @@ impl Datapath {
         let _ = self.epoll.remove(fd);
     }
 
-    /// Hands the packet-log records of this pass to the reporting thread, or keeps them for the next pass
-    /// when its queue is full.
+    /// Hands the packet-log records to the reporting thread in batches (few wake-ups of that thread), or
+    /// keeps them for a later pass when its queue is full.
     fn send_log(&mut self) {
-        if self.log.is_empty() {
+        let tti = self.cell.next_tti();
+        if self.log.is_empty() || (self.log.len() < LOG_BATCH_RECORDS && tti < self.log_sent_tti + LOG_BATCH_TTIS) {
             return;
         }
-        let records = std::mem::replace(&mut self.log, Vec::with_capacity(256));
-        if let Err(TrySendError::Full(Message::Log(records)) | TrySendError::Disconnected(Message::Log(records))) =
-            self.reporter.try_send(Message::Log(records))
-        {
-            self.log = records;
+        let records = std::mem::replace(&mut self.log, Vec::with_capacity(LOG_BATCH_RECORDS));
+        match self.reporter.try_send(Message::Log(records)) {
+            Ok(()) => self.log_sent_tti = tti,
+            Err(TrySendError::Full(Message::Log(records)) | TrySendError::Disconnected(Message::Log(records))) => {
+                self.log = records
+            }
+            Err(_) => unreachable!("only Log messages are sent here"),
         }
     }
 

@@ -5,6 +5,7 @@
 //! that joins them.
 
 pub mod cell;
+pub mod clock;
 pub mod config;
 pub mod datapath;
 pub mod delay;

@@ -80,7 +80,10 @@ mod tests {
 
     #[test]
     fn load_names_the_missing_file() {
-        assert_eq!(Trace::load(Path::new("/nonexistent/ue1.cap")).unwrap_err(), "/nonexistent/ue1.cap: no such file");
+        assert_eq!(
+            Trace::load(Path::new("/nonexistent/ue1.cap")).unwrap_err(),
+            "/nonexistent/ue1.cap: No such file or directory"
+        );
     }
 
     #[test]
