@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from rnf_cell.config import CellConfig, format_validation_error, read_toml, resolve_paths
+from rnf_cell.config import TRACE_TAGS, CellConfig
+from rnf_cli.config import format_validation_error, read_toml, resolve_paths
 from rnf_cli.errors import UserError
 
 
@@ -102,4 +103,4 @@ def load_scenario(path: Path, overrides: list[str] = ()) -> tuple[Scenario, dict
         return Scenario.model_validate(data), data
     except ValidationError as error:
         source = f"{path}" + (f" (with --set {', '.join(overrides)})" if overrides else "")
-        raise UserError(format_validation_error(source, error)) from None
+        raise UserError(format_validation_error(source, error, TRACE_TAGS)) from None

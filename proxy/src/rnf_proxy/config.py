@@ -20,12 +20,11 @@ connection_bytes = 524288
 from __future__ import annotations
 
 import ipaddress
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from rnf_cli.errors import UserError
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from rnf_cli.config import read_toml, validate
 from rnf_telemetry.transport import DEFAULT_ENDPOINT, CurveKeys
 
 from rnf_proxy.clamp import ClampConfig
@@ -168,28 +167,10 @@ class ProxyConfig(Strict):
         return self.controller.kind != "itcp"
 
 
-def format_validation_error(source: str, error: ValidationError) -> str:
-    """`FILE: field.path: reason`, one line per problem."""
-    lines = []
-    for problem in error.errors():
-        path = ".".join(str(part) for part in problem["loc"] if part not in ("function-after",))
-        lines.append(f"{source}: {path or '(top)'}: {problem['msg']}")
-    return "\n".join(lines)
-
-
 def parse(data: dict[str, Any], source: str) -> ProxyConfig:
-    try:
-        return ProxyConfig.model_validate(data)
-    except ValidationError as error:
-        raise UserError(format_validation_error(source, error)) from None
+    return validate(ProxyConfig, data, source)
 
 
 def load(path: Path) -> ProxyConfig:
     """Read and validate a proxy configuration file."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except tomllib.TOMLDecodeError as error:
-        raise UserError(f"{path}: {error}") from None
-    return parse(data, str(path))
+    return parse(read_toml(path), str(path))

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
-from rnf_cli.errors import UserError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from rnf_cli.config import read_toml, resolve_paths, validate
 from rnf_telemetry.transport import DEFAULT_ENDPOINT
 
 PositiveFloat = Annotated[float, Field(gt=0)]
@@ -182,46 +181,8 @@ class CellConfig(Strict):
         return [ue.rnti or 0x46 + i for i, ue in enumerate(self.ues)]
 
 
-def format_validation_error(source: str, error: ValidationError) -> str:
-    """One line per problem: `source: field.path: message`."""
-    lines = []
-    for problem in error.errors():
-        location = ".".join(
-            f"[{part}]" if isinstance(part, int) else str(part)
-            for part in problem["loc"]
-            if part not in TRACE_TAGS and not str(part).startswith("function-")
-        ).replace(".[", "[")
-        message = problem["msg"].removeprefix("Value error, ")
-        lines.append(f"{source}: {location or '(top level)'}: {message}")
-    return "\n".join(lines)
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise UserError(f"{path}: no such file") from error
-    except tomllib.TOMLDecodeError as error:
-        raise UserError(f"{path}: not valid TOML: {error}") from error
-
-
-def resolve_paths(data: Any, base: Path) -> Any:
-    """Make every `file = ...` in a config relative to the config file's folder."""
-    if isinstance(data, dict):
-        return {
-            k: (str(base / v) if k == "file" and isinstance(v, str) else resolve_paths(v, base))
-            for k, v in data.items()
-        }
-    if isinstance(data, list):
-        return [resolve_paths(v, base) for v in data]
-    return data
-
-
 def parse_cell(data: dict[str, Any], source: str) -> CellConfig:
-    try:
-        return CellConfig.model_validate(data)
-    except ValidationError as error:
-        raise UserError(format_validation_error(source, error)) from None
+    return validate(CellConfig, data, source, TRACE_TAGS)
 
 
 def load_cell(path: Path) -> CellConfig:

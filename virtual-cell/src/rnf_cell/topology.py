@@ -105,7 +105,9 @@ def plan(names: Names, ue_ips: Sequence[ipaddress.IPv4Address]) -> list[Command]
         (wire, WIRE_CORE_IFNAME),
         (core, CORE_WAN_IFNAME),
     ):
-        commands.append(["ip", "netns", "exec", ns, "ethtool", "-K", device, "tx", "off", "tso", "off", "gso", "off", "gro", "off"])
+        commands.append(
+            ["ip", "netns", "exec", ns, "ethtool", "-K", device, "tx", "off", "tso", "off", "gso", "off", "gro", "off"]
+        )
         commands.append(["ip", "-n", ns, "link", "set", device, "up"])
     commands += [
         ["ip", "-n", core, "link", "set", SGI_IFNAME, "up"],

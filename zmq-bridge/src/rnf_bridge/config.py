@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,10 +18,10 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
-    ValidationError,
     field_validator,
     model_validator,
 )
+from rnf_cli.config import read_toml, resolve_paths, validate
 from rnf_cli.errors import UserError
 
 from rnf_bridge import traces
@@ -202,50 +201,13 @@ class BridgeConfig(Strict):
         return ue.tx or f"tcp://127.0.0.1:{base + 1}", ue.rx or f"tcp://127.0.0.1:{base}"
 
 
-def format_validation_error(source: str, error: ValidationError) -> str:
-    """One line per problem: `source: field.path: message`."""
-    lines = []
-    for problem in error.errors():
-        location = ".".join(
-            f"[{part}]" if isinstance(part, int) else str(part)
-            for part in problem["loc"]
-            if part not in TRACE_TAGS and not str(part).startswith("function-")
-        ).replace(".[", "[")
-        message = problem["msg"].removeprefix("Value error, ")
-        lines.append(f"{source}: {location or '(top level)'}: {message}")
-    return "\n".join(lines)
-
-
-def _resolve_files(data: Any, base: Path) -> Any:
-    """Every `file = ...` relative to the configuration file's folder."""
-    if isinstance(data, dict):
-        return {
-            key: (str(base / value) if key == "file" and isinstance(value, str) else _resolve_files(value, base))
-            for key, value in data.items()
-        }
-    if isinstance(data, list):
-        return [_resolve_files(value, base) for value in data]
-    return data
-
-
 def parse(data: dict[str, Any], source: str) -> BridgeConfig:
-    try:
-        return BridgeConfig.model_validate(data)
-    except ValidationError as error:
-        raise UserError(format_validation_error(source, error)) from None
+    return validate(BridgeConfig, data, source, TRACE_TAGS)
 
 
 def load(path: Path) -> BridgeConfig:
     """A bridge file (TOML); trace files are relative to it."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UserError(f"{path}: cannot read: {error}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise UserError(f"{path}: not valid TOML: {error}") from None
-    return parse(_resolve_files(data, path.parent), str(path))
+    return parse(resolve_paths(read_toml(path), path.parent), str(path))
 
 
 def schedule_of(ue: UeConfig) -> Schedule:
