@@ -31,9 +31,10 @@ from rnf_cell.config import CellConfig
 from rnf_cell.topology import SERVER_IP
 from rnf_cli.errors import UserError
 from rnf_monitoring.recorder import FanOutRecorder, RecorderStats, recorder_from_url
+from rnf_proxy.proxy import Proxy
 from rnf_telemetry.record import Recorder
 
-from rnf_experiments.scenario import Arm, Scenario
+from rnf_experiments.scenario import Arm, Scenario, proxy_config
 
 TRAFFIC_PORT = 5201
 SETTLE_S = 0.5
@@ -192,7 +193,12 @@ async def run_arm(context: ArmContext) -> RecorderStats | None:
             server = await _start_server(cell)
             try:
                 await asyncio.sleep(SETTLE_S)
-                await _run_flows(context, cell, recorder)
+                if context.arm.kind == "proxy":
+                    config = proxy_config(context.arm, cell.names.core, cell_config.telemetry.endpoint)
+                    async with Proxy(config, recorder):
+                        await _run_flows(context, cell, recorder)
+                else:
+                    await _run_flows(context, cell, recorder)
             finally:
                 server.kill()
                 await server.wait()

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from rnf_cell.config import TRACE_TAGS, CellConfig
 from rnf_cli.config import format_validation_error, read_toml, resolve_paths
 from rnf_cli.errors import UserError
+from rnf_proxy.config import ProxyConfig
 
 
 class Strict(BaseModel):
@@ -32,11 +33,39 @@ class Traffic(Strict):
 
 
 class Arm(Strict):
-    """One thing compared: end-to-end TCP with congestion control `cc` (no proxy)."""
+    """One thing compared.
+
+    `e2e`: end-to-end TCP, the server's congestion control `cc`, no proxy. `proxy`: the split proxy in the core
+    with `controller` (a controller table of proxy/README.md, e.g. `{ kind = "smvs" }`) and any further proxy
+    settings in `proxy`; `cc` is then the server's algorithm on the wired side.
+    """
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    kind: Literal["e2e"] = "e2e"
+    kind: Literal["e2e", "proxy"] = "e2e"
     cc: Literal["cubic", "bbr", "reno"] = "cubic"
+    controller: dict[str, Any] | None = None
+    proxy: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _proxy_fields(self) -> Arm:
+        if self.kind == "e2e" and (self.controller is not None or self.proxy):
+            raise ValueError(f"arm {self.name!r}: controller and proxy settings need kind = 'proxy'")
+        if self.kind == "proxy":
+            if self.controller is None:
+                raise ValueError(f"arm {self.name!r}: a proxy arm needs controller = {{ kind = ... }}")
+            if {"namespace", "telemetry", "controller"} & set(self.proxy):
+                raise ValueError(f"arm {self.name!r}: proxy.namespace/telemetry/controller are set by the runner")
+            proxy_config(self, namespace=None, endpoint="tcp://127.0.0.1:5555")
+        return self
+
+
+def proxy_config(arm: Arm, namespace: str | None, endpoint: str) -> ProxyConfig:
+    """The proxy of a proxy arm, in the cell's core namespace, subscribed to the cell's telemetry."""
+    data = arm.proxy | {"namespace": namespace, "controller": arm.controller, "telemetry": {"endpoint": endpoint}}
+    try:
+        return ProxyConfig.model_validate(data)
+    except ValidationError as error:
+        raise ValueError(format_validation_error(f"arms.{arm.name}", error)) from None
 
 
 class Scenario(Strict):

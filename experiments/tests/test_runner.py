@@ -1,0 +1,39 @@
+"""One short real run: a virtual cell, real TCP, an end-to-end arm and a proxy arm, into a results folder."""
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from rnf_experiments import report
+from rnf_experiments.lineprotocol import read
+from rnf_experiments.runner import run_scenario
+from rnf_experiments.scenario import load_scenario
+
+pytestmark = pytest.mark.root
+SCENARIOS = Path(__file__).parents[1] / "scenarios"
+
+
+def test_short_run_writes_a_complete_results_folder(tmp_path):
+    prefix = "r" + uuid.uuid4().hex[:6]
+    overrides = [
+        "duration_s=4",
+        f"cell.namespace_prefix='{prefix}'",
+        "cell.telemetry.endpoint='tcp://127.0.0.1:5571'",
+        "arms=[{name='cubic'}, {name='smvs', kind='proxy', controller={kind='smvs'}}]",
+    ]
+    scenario, raw = load_scenario(SCENARIOS / "proxy-smoke.toml", overrides)
+    results = run_scenario(scenario, raw, overrides, tmp_path)
+    summary = report.summarize_results(results)
+
+    metadata = json.loads((results / "metadata.json").read_text())
+    assert metadata["overrides"] == overrides and metadata["git_commit"]
+    assert set(summary["arms"]) == {"cubic", "smvs"}
+    for arm in ("cubic", "smvs"):
+        values = summary["arms"][arm]
+        assert 0.5 < values["utilization"] <= 1.0
+        assert values["goodput_mbps"] > 1 and values["flows_complete"] == 1
+    assert (results / "plots" / "throughput-delay.png").stat().st_size > 0
+    measurements = {point.measurement for point in read(results / "runs" / "0-smvs" / "series.lp")}
+    assert {"cell", "telemetry", "flow", "controller"} <= measurements
+    assert "controller" not in {point.measurement for point in read(results / "runs" / "0-cubic" / "series.lp")}
