@@ -31,6 +31,15 @@ def format_validation_error(source: str, error: ValidationError, hidden: Collect
     return "\n".join(lines)
 
 
+def file_or_generator(data: Any) -> str | None:
+    """Discriminator of a trace union: `file` when the table names a file, else its `generator`."""
+    if isinstance(data, BaseModel):
+        return getattr(data, "generator", "file")
+    if not isinstance(data, dict):
+        return None
+    return "file" if "file" in data else data.get("generator")
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
-from rnf_cli.config import read_toml, resolve_paths, validate
+from rnf_cli.config import file_or_generator, read_toml, resolve_paths, validate
 from rnf_telemetry.transport import DEFAULT_ENDPOINT
 
 PositiveFloat = Annotated[float, Field(gt=0)]
@@ -67,14 +67,6 @@ class MarkovTrace(Strict):
     duration_s: PositiveFloat = 60.0
 
 
-def _trace_kind(data: Any) -> str | None:
-    if isinstance(data, BaseModel):
-        return getattr(data, "generator", "file")
-    if not isinstance(data, dict):
-        return None
-    return "file" if "file" in data else data.get("generator")
-
-
 TraceSpec = Annotated[
     Annotated[TraceFile, Tag("file")]
     | Annotated[ConstantTrace, Tag("constant")]
@@ -82,7 +74,7 @@ TraceSpec = Annotated[
     | Annotated[OnOffTrace, Tag("onoff")]
     | Annotated[MarkovTrace, Tag("markov")],
     Discriminator(
-        _trace_kind,
+        file_or_generator,
         custom_error_type="trace_kind",
         custom_error_message="a trace needs `file = ...` or `generator = constant|piecewise|onoff|markov`",
     ),

@@ -21,7 +21,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from rnf_cli.config import read_toml, resolve_paths, validate
+from rnf_cli.config import file_or_generator, read_toml, resolve_paths, validate
 from rnf_cli.errors import UserError
 
 from rnf_bridge import traces
@@ -96,20 +96,12 @@ class OnOffTrace(Strict):
     off_db: float = Field(default=-math.inf, lt=math.inf)
 
 
-def _trace_kind(data: Any) -> str | None:
-    if isinstance(data, BaseModel):
-        return getattr(data, "generator", "file")
-    if not isinstance(data, dict):
-        return None
-    return "file" if "file" in data else data.get("generator")
-
-
 TraceSpec = Annotated[
     Annotated[TraceFile, Tag("file")]
     | Annotated[PiecewiseTrace, Tag("piecewise")]
     | Annotated[OnOffTrace, Tag("onoff")],
     Discriminator(
-        _trace_kind,
+        file_or_generator,
         custom_error_type="trace_kind",
         custom_error_message="a trace needs `file = ...` or `generator = piecewise|onoff`",
     ),
