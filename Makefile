@@ -9,8 +9,12 @@ VENV := .venv
 RNF := $(VENV)/bin/rnf
 UV_VERSION := 0.13.9
 APT_PACKAGES := iproute2 iputils-ping ethtool iperf3 socat tcpdump nftables python3-venv python3-pip \
-	build-essential pkg-config libzmq3-dev influxdb gnuradio python3-zmq python3-pytest curl
-CARGO := $(shell command -v cargo || echo $$HOME/.cargo/bin/cargo)
+	build-essential pkg-config libzmq3-dev influxdb gnuradio python3-zmq python3-pytest curl debootstrap
+# The datapath needs Rust 1.85 (edition 2024): Debian 12's cargo is 1.63, its cargo-web is 1.85 or later. Used when
+# neither cargo nor rustup's ~/.cargo/bin/cargo is there.
+RUST_APT_PACKAGES := cargo-web rustc-web
+# Expanded when a recipe runs, so that a cargo installed by $(STAMP)/system is found.
+CARGO = $(shell command -v cargo || echo $$HOME/.cargo/bin/cargo)
 DATAPATH := virtual-cell/datapath/target/release/rnf-cell-dp
 STAMP := .make
 
@@ -29,7 +33,7 @@ $(STAMP)/system:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
 	@if ! command -v cargo >/dev/null && [ ! -x $$HOME/.cargo/bin/cargo ]; then \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends cargo rustc; fi
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(RUST_APT_PACKAGES); fi
 	@mkdir -p $(STAMP) && touch $@
 
 python: $(STAMP)/python
