@@ -37,6 +37,7 @@ CACHE = Path(os.environ.get("RNF_ANSIBLE_CACHE", "/var/cache/rnf-ansible-test"))
 BASE_PACKAGES = ["systemd", "systemd-sysv", "udev", "python3", "python3-apt", "ca-certificates", "sudo"]
 # The account group_vars/all of the example inventory puts into the USRP group (uhd_users).
 LAB_USER = "lab"
+HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 # Bumped when the way the root is built changes, so that an old cache is not reused.
 ROOT_FORMAT = "1"
 
@@ -98,11 +99,14 @@ def in_namespace(script: str, *args: str, check: bool = True, **kwargs: object) 
 
 
 def _mount_basics(root: str) -> str:
+    """/proc, /dev, the host's DNS settings, and the host's CA bundle: where HTTPS goes through a proxy that the host
+    trusts (as on this project's machines), pip, uv and cargo in the root must trust it too."""
     return (
         f"mount -t proc proc {root}/proc\n"
         f"mount --rbind /dev {root}/dev\n"
         f"mount --make-rslave {root}/dev\n"
         f"cp /etc/resolv.conf {root}/etc/resolv.conf\n"
+        f"if [ -f {HOST_CA_BUNDLE} ]; then mount --bind {HOST_CA_BUNDLE} {root}{HOST_CA_BUNDLE}; fi\n"
     )
 
 

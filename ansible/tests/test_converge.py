@@ -34,7 +34,7 @@ from rnf_proxy.config import load as load_proxy_config
 from rnf_proxy.interception import Interception
 
 if TYPE_CHECKING:
-    from conftest import Chroot
+    from conftest import CachedRoot, Chroot
 
 ANSIBLE_DIR = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -137,7 +137,11 @@ def unit_commands(unit: str, key: str) -> list[list[str]]:
 
 @pytest.mark.root
 @pytest.mark.timeout(3600)
-def test_site_converges_into_debian_12_and_a_second_run_changes_nothing(chroot: Chroot, tmp_path: Path) -> None:
+def test_site_converges_into_debian_12_and_a_second_run_changes_nothing(
+    debian_root: CachedRoot, chroot: Chroot, tmp_path: Path
+) -> None:
+    for step, seconds in debian_root.built_now.items():
+        print(f"Debian root built now, {step}: {seconds:.0f} s")
     first, _ = playbook(chroot, tmp_path, "site.yml", "converge-1", "--skip-tags", SKIP_TAGS)
     assert first["changed"] > 0, "the first converge into a fresh root changed nothing"
     second, second_output = playbook(chroot, tmp_path, "site.yml", "converge-2", "--skip-tags", SKIP_TAGS)
