@@ -184,14 +184,17 @@ def check_srsran_configuration(chroot: Chroot) -> None:
     assert "root_sequence_index = 128;" in chroot.path("/etc/srsran/sib.conf").read_text()
     assert "discard_timer = 150;" in chroot.path("/etc/srsran/rb.conf").read_text()
     epc = chroot.path("/etc/srsran/epc.conf").read_text()
-    assert "mme_bind_addr = 127.0.1.100" in epc and "db_file = /etc/srsran/user_db.csv" in epc
-    # The subscriber comes from the Vault; the file holds SIM keys, so only root reads it.
+    assert "mme_bind_addr = 127.0.1.100" in epc and "db_file = /var/lib/srsran/user_db.csv" in epc
+    # The subscriber comes from the Vault; the files hold SIM keys, so only root reads them. srsepc uses a copy,
+    # which it writes back when it stops.
     user_db = chroot.path("/etc/srsran/user_db.csv")
-    assert (user_db.stat().st_mode & 0o777) == 0o600
+    in_use = chroot.path("/var/lib/srsran/user_db.csv")
+    assert (user_db.stat().st_mode & 0o777) == 0o600 and (in_use.stat().st_mode & 0o777) == 0o600
     assert (
         "ue1,mil,001010123456780,00112233445566778899aabbccddeeff,opc,63bfa50ee6523365ff14c1f45f88737d,8000,"
         "000000001234,9,172.16.0.2"
     ) in user_db.read_text().splitlines()
+    assert in_use.read_text() == user_db.read_text()
     srsenb_unit = chroot.path("/etc/systemd/system/srsenb.service").read_text()
     assert "ExecStart=/usr/local/bin/srsenb /etc/srsran/enb.conf" in srsenb_unit
     assert "After=network-online.target srsepc.service" in srsenb_unit
@@ -284,6 +287,6 @@ def check_monitoring_files(chroot: Chroot) -> None:
 def preflight_report(chroot: Chroot, tmp_path: Path) -> list[str]:
     _, output = playbook(chroot, tmp_path, "preflight.yml", "preflight", "--skip-tags", "hardware")
     block = output.split("TASK [Print the report]", 1)[1]
-    report = re.findall(r'^\s+"((?:OK |BAD|--) .*)",?$', block, re.MULTILINE)
+    report = [line.replace('\\"', '"') for line in re.findall(r'^\s+"((?:OK |BAD|--) .*)",?$', block, re.MULTILINE)]
     print("preflight report:\n  " + "\n  ".join(report))
     return report
