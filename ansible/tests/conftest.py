@@ -37,7 +37,9 @@ CACHE = Path(os.environ.get("RNF_ANSIBLE_CACHE", "/var/cache/rnf-ansible-test"))
 BASE_PACKAGES = ["systemd", "systemd-sysv", "udev", "python3", "python3-apt", "ca-certificates", "sudo"]
 # The account group_vars/all of the example inventory puts into the USRP group (uhd_users).
 LAB_USER = "lab"
-HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+# Certificate authorities the host trusts besides Debian's: where HTTPS goes through a proxy the host trusts (as on
+# this project's machines), pip, uv and cargo in the root must trust it too.
+HOST_LOCAL_CAS = Path("/usr/local/share/ca-certificates")
 # Bumped when the way the root is built changes, so that an old cache is not reused.
 ROOT_FORMAT = "1"
 
@@ -99,14 +101,11 @@ def in_namespace(script: str, *args: str, check: bool = True, **kwargs: object) 
 
 
 def _mount_basics(root: str) -> str:
-    """/proc, /dev, the host's DNS settings, and the host's CA bundle: where HTTPS goes through a proxy that the host
-    trusts (as on this project's machines), pip, uv and cargo in the root must trust it too."""
     return (
         f"mount -t proc proc {root}/proc\n"
         f"mount --rbind /dev {root}/dev\n"
         f"mount --make-rslave {root}/dev\n"
         f"cp /etc/resolv.conf {root}/etc/resolv.conf\n"
-        f"if [ -f {HOST_CA_BUNDLE} ]; then mount --bind {HOST_CA_BUNDLE} {root}{HOST_CA_BUNDLE}; fi\n"
     )
 
 
@@ -212,6 +211,14 @@ class Chroot:
             script += f"mkdir -p {root}/{inside} && mount --bind {shlex.quote(str(cache))} {root}/{inside}\n"
         return script
 
+    def trust_host_cas(self) -> None:
+        """Adds the host's own certificate authorities to the root's (update-ca-certificates in the root)."""
+        local = sorted(HOST_LOCAL_CAS.glob("*.crt")) if HOST_LOCAL_CAS.is_dir() else []
+        if local:
+            target = f"{self.root}{HOST_LOCAL_CAS}"
+            self.run(["bash", "-c", f'cp "$@" {target}/ && chroot {self.root} update-ca-certificates >/dev/null', "cp",
+                      *map(str, local)], capture_output=True)  # fmt: skip
+
     def run(self, argv: Sequence[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
         """Runs argv on the host, in a mount namespace where the root is mounted (argv may chroot into it)."""
         return in_namespace(self._mounts() + 'exec "$@"', *argv, **kwargs)
@@ -226,6 +233,7 @@ class Chroot:
 @pytest.fixture
 def chroot(debian_root: CachedRoot, tmp_path: Path) -> Iterator[Chroot]:
     view = Chroot(debian_root.path, tmp_path / "chroot")
+    view.trust_host_cas()
     yield view
     # The upper layer holds the project's installation (hundreds of MB): not worth keeping in pytest's tmp folders.
     shutil.rmtree(view.upper, ignore_errors=True)
