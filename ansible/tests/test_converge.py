@@ -152,6 +152,8 @@ def test_site_converges_into_debian_12_and_a_second_run_changes_nothing(
     units = ["srsepc", "srsenb", "rnf-interception", "rnf-proxy", "rnf-cpu-governor"]
     enabled = in_root(chroot, "systemctl", "is-enabled", *[f"{unit}.service" for unit in units])
     assert enabled.stdout.split() == ["enabled"] * len(units), enabled.stdout + enabled.stderr
+    verify = in_root(chroot, "systemd-analyze", "verify", *[f"/etc/systemd/system/{unit}.service" for unit in units])
+    assert verify.returncode == 0 and verify.stderr == "", verify.stdout + verify.stderr
 
     # The project, installed by its own Makefile inside the root, runs there.
     assert in_root(chroot, "/opt/rnf/.venv/bin/rnf", "proxy", "--help").returncode == 0
