@@ -15,8 +15,11 @@ from rnf_experiments.analysis import ArmRun
 
 
 def time_series(run: ArmRun, path: Path) -> None:
-    """Capacity against delivered rate, and the RLC queue, for every UE of one run."""
-    figure, (rate_axis, queue_axis) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    """Per UE: capacity against delivered rate; the RLC queue against the controller's q0 and SMVS band; and the
+    controller's decision (quota or window), when the run had a controller."""
+    panels = 3 if run.controllers else 2
+    figure, axes = plt.subplots(panels, 1, figsize=(10, 2.6 * panels + 1), sharex=True)
+    rate_axis, queue_axis = axes[0], axes[1]
     t0 = min((s.time_ns[0] for s in run.ues.values() if s.time_ns.size), default=0)
     for ue, series in run.ues.items():
         seconds = (series.time_ns - t0) / 1e9
@@ -24,12 +27,49 @@ def time_series(run: ArmRun, path: Path) -> None:
         rate_axis.plot(seconds, series.capacity_bytes * 8 / period_s / 1e6, lw=0.8, label=f"UE {ue} capacity")
         rate_axis.plot(seconds, series.delivered_bytes * 8 / period_s / 1e6, lw=0.8, label=f"UE {ue} delivered")
         queue_axis.plot(seconds, series.queue_bytes / 1e3, lw=0.8, label=f"UE {ue} RLC queue")
+    for ue, controller in run.controllers.items():
+        seconds = (controller.time_ns - t0) / 1e9
+        q0 = controller.q0_bytes / 1e3
+        if not np.isnan(q0).all():
+            queue_axis.plot(seconds, q0, lw=0.8, ls="--", color="black", label=f"UE {ue} q0")
+        band = controller.band_bytes / 1e3
+        if not np.isnan(band).all():
+            queue_axis.fill_between(seconds, q0 - band, q0 + band, color="grey", alpha=0.25, label=f"UE {ue} band")
+        axes[2].plot(seconds, controller.w_bytes / 1e3, lw=0.8, label=f"UE {ue} w")
     rate_axis.set_ylabel("Mbit/s")
-    rate_axis.legend(loc="upper right", fontsize="small")
     queue_axis.set_ylabel("queue (kB)")
-    queue_axis.set_xlabel("time (s)")
-    queue_axis.legend(loc="upper right", fontsize="small")
-    figure.suptitle(f"{run.arm}, repetition {run.repetition}")
+    if run.controllers:
+        axes[2].set_ylabel("decision (kB)")
+    for axis in axes:
+        axis.legend(loc="upper right", fontsize="small")
+    axes[-1].set_xlabel("time (s)")
+    where = "" if run.sweep_value is None else f", {run.description['sweep']['parameter']} = {run.sweep_value}"
+    figure.suptitle(f"{run.arm}{where}, repetition {run.repetition}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def sweep(runs: list[dict[str, Any]], parameter: str, path: Path) -> None:
+    """Utilization against the swept parameter, one line per arm (paper 000 Fig. 11); bars span repetitions."""
+    figure, axis = plt.subplots(figsize=(7, 5))
+    for arm in sorted({r["arm"] for r in runs}):
+        values = sorted({r["sweep_value"] for r in runs if r["arm"] == arm})
+        per_value = [
+            [r["utilization"] * 100 for r in runs if r["arm"] == arm and r["sweep_value"] == v] for v in values
+        ]
+        means = [float(np.mean(u)) for u in per_value]
+        spread = [
+            [m - min(u) for m, u in zip(means, per_value, strict=True)],
+            [max(u) - m for m, u in zip(means, per_value, strict=True)],
+        ]
+        axis.errorbar(values, means, yerr=spread, marker="o", capsize=3, label=arm)
+    if all(isinstance(r["sweep_value"], int | float) and r["sweep_value"] > 0 for r in runs):
+        axis.set_xscale("log")
+    axis.set_xlabel(parameter)
+    axis.set_ylabel("link utilization (%)")
+    axis.grid(alpha=0.3)
+    axis.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from rnf_cell.config import TRACE_TAGS, CellConfig
@@ -23,13 +25,57 @@ class VirtualCellSpec(CellConfig):
     kind: Literal["virtual"] = "virtual"
 
 
-class Traffic(Strict):
-    """Bulk downloads, server to UE: `bytes` each (0: for the whole duration), `flows_per_ue` in parallel."""
+class TrafficBase(Strict):
+    """What every traffic kind shares: which UEs (1-based; default all), when it starts, how many in parallel."""
 
-    kind: Literal["bulk"] = "bulk"
+    ues: list[int] | None = Field(default=None, min_length=1, description="1-based UE indices; default every UE")
+    start_s: float = Field(default=0.0, ge=0.0, description="seconds after the arm's start")
+    flows: int = Field(default=1, ge=1, le=100, description="parallel instances per UE")
+    stagger_s: float = Field(default=0.0, ge=0.0, description="instance k of a UE starts k*stagger_s after the first")
+
+
+class BulkTraffic(TrafficBase):
+    """A download, server to UE, of `bytes` (0: for the rest of the arm's duration)."""
+
+    kind: Literal["bulk"]
     bytes: int = Field(default=0, ge=0)
-    flows_per_ue: int = Field(default=1, ge=1, le=100)
-    stagger_s: float = Field(default=0.0, ge=0.0, description="start flow k of a UE k*stagger_s after the first")
+
+
+class UploadTraffic(TrafficBase):
+    """An upload, UE to server, of `bytes` (0: for the rest of the arm's duration); measured at the server."""
+
+    kind: Literal["upload"]
+    bytes: int = Field(default=0, ge=0)
+
+
+class WebTraffic(TrafficBase):
+    """Web sessions: `pages` pages, each the objects of `objects_bytes` fetched over at most `parallel`
+    connections at once, `think_s` between the end of a page and the next request (paper 001's web use case is
+    one page of three objects)."""
+
+    kind: Literal["web"]
+    objects_bytes: list[int] = Field(min_length=1)
+    pages: int = Field(default=1, ge=1)
+    parallel: int = Field(default=6, ge=1, le=32)
+    think_s: float = Field(default=0.0, ge=0.0)
+
+    @model_validator(mode="after")
+    def _positive_objects(self) -> WebTraffic:
+        if any(size <= 0 for size in self.objects_bytes):
+            raise ValueError("objects_bytes: every object needs at least one byte")
+        return self
+
+
+Traffic = Annotated[BulkTraffic | UploadTraffic | WebTraffic, Field(discriminator="kind")]
+
+
+class Sweep(Strict):
+    """One parameter varied across runs: every arm runs once per value, `keys` (dotted paths, as for --set) all set
+    to the value; `parameter` names it in tables and plots."""
+
+    parameter: str = Field(min_length=1)
+    keys: list[str] = Field(min_length=1)
+    values: list[Any] = Field(min_length=1)
 
 
 class Arm(Strict):
@@ -75,14 +121,21 @@ class Scenario(Strict):
     repetitions: int = Field(default=1, ge=1, le=100)
     seed: int = 1
     cell: VirtualCellSpec
-    traffic: Traffic = Traffic()
+    traffic: list[Traffic] = Field(default_factory=lambda: [BulkTraffic(kind="bulk")], min_length=1)
     arms: list[Arm] = Field(min_length=1)
+    sweep: Sweep | None = None
 
     @model_validator(mode="after")
-    def _unique_arm_names(self) -> Scenario:
+    def _consistent(self) -> Scenario:
         names = [arm.name for arm in self.arms]
         if len(set(names)) != len(names):
             raise ValueError(f"arm names must be unique: {names}")
+        for index, traffic in enumerate(self.traffic):
+            for ue in traffic.ues or []:
+                if not 1 <= ue <= len(self.cell.ues):
+                    raise ValueError(f"traffic[{index}].ues: UE {ue} is not one of the cell's {len(self.cell.ues)}")
+            if traffic.start_s >= self.duration_s:
+                raise ValueError(f"traffic[{index}].start_s: {traffic.start_s} s is not before duration_s")
         return self
 
 
@@ -128,8 +181,40 @@ def load_scenario(path: Path, overrides: list[str] = ()) -> tuple[Scenario, dict
         key, value = parse_override(text)
         apply_override(data, key, value, str(path))
     data = resolve_paths(data, path.parent)
+    source = f"{path}" + (f" (with --set {', '.join(overrides)})" if overrides else "")
     try:
-        return Scenario.model_validate(data), data
+        scenario = Scenario.model_validate(data)
     except ValidationError as error:
-        source = f"{path}" + (f" (with --set {', '.join(overrides)})" if overrides else "")
         raise UserError(format_validation_error(source, error, TRACE_TAGS)) from None
+    expand(scenario, data, source)  # every value of a sweep must make a valid scenario, before anything runs
+    return scenario, data
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The scenario as run for one value of its sweep (`value` None without a sweep)."""
+
+    value: Any
+    scenario: Scenario
+
+    @property
+    def label(self) -> str:
+        return "" if self.value is None else f"{self.value}"
+
+
+def expand(scenario: Scenario, data: dict[str, Any], source: str) -> list[Variant]:
+    """One variant per sweep value, each with the sweep's keys set to the value and validated again."""
+    sweep = scenario.sweep
+    if sweep is None:
+        return [Variant(None, scenario)]
+    variants = []
+    for value in sweep.values:
+        variant = copy.deepcopy({key: item for key, item in data.items() if key != "sweep"})
+        for key in sweep.keys:
+            apply_override(variant, key.split("."), value, f"{source}, sweep.keys")
+        try:
+            variants.append(Variant(value, Scenario.model_validate(variant)))
+        except ValidationError as error:
+            where = f"{source} (sweep {sweep.parameter} = {value!r})"
+            raise UserError(format_validation_error(where, error, TRACE_TAGS)) from None
+    return variants
