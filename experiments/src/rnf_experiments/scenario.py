@@ -54,16 +54,10 @@ class WebTraffic(TrafficBase):
     one page of three objects)."""
 
     kind: Literal["web"]
-    objects_bytes: list[int] = Field(min_length=1)
+    objects_bytes: list[Annotated[int, Field(gt=0)]] = Field(min_length=1)
     pages: int = Field(default=1, ge=1)
     parallel: int = Field(default=6, ge=1, le=32)
     think_s: float = Field(default=0.0, ge=0.0)
-
-    @model_validator(mode="after")
-    def _positive_objects(self) -> WebTraffic:
-        if any(size <= 0 for size in self.objects_bytes):
-            raise ValueError("objects_bytes: every object needs at least one byte")
-        return self
 
 
 Traffic = Annotated[BulkTraffic | UploadTraffic | WebTraffic, Field(discriminator="kind")]
