@@ -17,7 +17,7 @@ STAMP := .make
 .PHONY: help setup system-packages python rust lock demo test lint bench clean
 
 help:
-	@echo "make demo    install everything, then run a short closed-loop experiment on the virtual cell"
+	@echo "make demo    install everything, then run a short reproduction of paper 000 Fig. 11 on the virtual cell"
 	@echo "make test    install everything, then run the test suite (as root: it builds network namespaces)"
 	@echo "make bench   the benchmarks behind docs/benchmarks.md"
 
@@ -48,8 +48,10 @@ rust: $(DATAPATH)
 $(DATAPATH): $(STAMP)/system $(shell find virtual-cell/datapath/src -name '*.rs' 2>/dev/null) virtual-cell/datapath/Cargo.toml
 	$(CARGO) build --release --locked --quiet --manifest-path virtual-cell/datapath/Cargo.toml
 
+# A short reproduction 1 (paper 000 Fig. 11): smvs against itcp at three bandwidth-variation periods.
 demo: setup
-	$(RNF) run experiments/scenarios/demo.toml
+	$(RNF) run experiments/scenarios/papers/fig11-period.toml --set duration_s=6 --set 'sweep.values=[0.04, 0.4, 4]' \
+		--output results
 
 # The bridge's tests need GNU Radio, which only Debian's interpreter imports (zmq-bridge/README.md).
 test: setup

@@ -18,9 +18,9 @@ def test_busy_is_the_union_of_transfers_from_start_to_last_byte():
 
 def test_aggregate_groups_repetitions_by_arm_and_sweep_value():
     runs = [
-        {"arm": "smvs", "repetition": 0, "sweep_value": 0.2, "utilization": 0.9, "ttsu_s": math.nan},
-        {"arm": "smvs", "repetition": 1, "sweep_value": 0.2, "utilization": 1.0, "ttsu_s": 2.0},
-        {"arm": "smvs", "repetition": 0, "sweep_value": 2.0, "utilization": 0.8, "ttsu_s": math.nan},
+        {"arm": "smvs", "repetition": 0, "sweep_value": 0.2, "sweep_index": 0, "utilization": 0.9, "ttsu_s": math.nan},
+        {"arm": "smvs", "repetition": 1, "sweep_value": 0.2, "sweep_index": 0, "utilization": 1.0, "ttsu_s": 2.0},
+        {"arm": "smvs", "repetition": 0, "sweep_value": 2.0, "sweep_index": 1, "utilization": 0.8, "ttsu_s": math.nan},
     ]
     groups = analysis.aggregate(runs)
     assert set(groups) == {"smvs @ 0.2", "smvs @ 2.0"}

@@ -67,6 +67,11 @@ class ArmRun:
         sweep = self.description["sweep"]
         return None if sweep is None else sweep["value"]
 
+    @property
+    def sweep_index(self) -> int:
+        sweep = self.description["sweep"]
+        return 0 if sweep is None else int(sweep["index"])
+
 
 def load_series(path: Path) -> dict[int, UeSeries]:
     columns: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -202,6 +207,7 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "arm": run.arm,
         "repetition": run.repetition,
         "sweep_value": run.sweep_value,
+        "sweep_index": run.sweep_index,
         "duration_s": (end - start) / 1e9,
         "utilization": _mean([u["utilization"] for u in ues]),
         "goodput_mbps": sum(goodputs),
@@ -250,12 +256,15 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             and not isinstance(value, bool)
             and key not in ("repetition", "sweep_value")
         }
-        | {"arm": group_runs[0]["arm"], "sweep_value": group_runs[0]["sweep_value"], "repetitions": len(group_runs)}
+        | {key: group_runs[0][key] for key in ("arm", "sweep_value", "sweep_index")}
+        | {"repetitions": len(group_runs)}
         for group, group_runs in by_group.items()
     }
 
 
 def load_results(results: Path) -> tuple[dict[str, Any], list[ArmRun]]:
     metadata = json.loads((results / "metadata.json").read_text())
-    runs = [load_arm_run(d) for d in sorted((results / "runs").iterdir()) if d.is_dir()]
+    runs = [load_arm_run(d) for d in (results / "runs").iterdir() if d.is_dir()]
+    arms = [arm["name"] for arm in metadata["scenario_data"]["arms"]]
+    runs.sort(key=lambda run: (run.sweep_index, arms.index(run.arm), run.repetition))
     return metadata, runs

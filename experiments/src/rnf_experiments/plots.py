@@ -51,25 +51,28 @@ def time_series(run: ArmRun, path: Path) -> None:
 
 
 def sweep(runs: list[dict[str, Any]], parameter: str, path: Path) -> None:
-    """Utilization against the swept parameter, one line per arm (paper 000 Fig. 11); bars span repetitions."""
-    figure, axis = plt.subplots(figsize=(7, 5))
-    for arm in sorted({r["arm"] for r in runs}):
-        values = sorted({r["sweep_value"] for r in runs if r["arm"] == arm})
-        per_value = [
-            [r["utilization"] * 100 for r in runs if r["arm"] == arm and r["sweep_value"] == v] for v in values
-        ]
-        means = [float(np.mean(u)) for u in per_value]
-        spread = [
-            [m - min(u) for m, u in zip(means, per_value, strict=True)],
-            [max(u) - m for m, u in zip(means, per_value, strict=True)],
-        ]
-        axis.errorbar(values, means, yerr=spread, marker="o", capsize=3, label=arm)
-    if all(isinstance(r["sweep_value"], int | float) and r["sweep_value"] > 0 for r in runs):
-        axis.set_xscale("log")
-    axis.set_xlabel(parameter)
-    axis.set_ylabel("link utilization (%)")
-    axis.grid(alpha=0.3)
-    axis.legend()
+    """Utilization (paper 000 Fig. 11) and, for fixed-size transfers, TTSU (paper 001 Fig. 5) against the swept
+    parameter, one line per arm; bars span the repetitions."""
+    shown = [("utilization", "link utilization (%)", 100.0)]
+    if any(not np.isnan(r["ttsu_s"]) for r in runs):
+        shown.append(("ttsu_s", "TTSU (s)", 1.0))
+    figure, axes = plt.subplots(len(shown), 1, figsize=(7, 4 * len(shown)), sharex=True, squeeze=False)
+    points = sorted({(r["sweep_index"], r["sweep_value"]) for r in runs})
+    numeric = all(isinstance(value, int | float) and value > 0 for _, value in points)
+    x = [value for _, value in points] if numeric else [str(value) for _, value in points]
+    for axis, (key, label, scale) in zip(axes[:, 0], shown, strict=True):
+        for arm in dict.fromkeys(r["arm"] for r in runs):
+            per_point = [[r[key] * scale for r in runs if r["arm"] == arm and r["sweep_index"] == i] for i, _ in points]
+            means = np.array([np.nanmean(u) if u else np.nan for u in per_point])
+            low = means - np.array([np.nanmin(u) if u else np.nan for u in per_point])
+            high = np.array([np.nanmax(u) if u else np.nan for u in per_point]) - means
+            axis.errorbar(x, means, yerr=[low, high], marker="o", capsize=3, label=arm)
+        if numeric:
+            axis.set_xscale("log")
+        axis.set_ylabel(label)
+        axis.grid(alpha=0.3)
+        axis.legend()
+    axes[-1, 0].set_xlabel(parameter)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -31,7 +31,7 @@ def summarize_results(results: Path) -> dict[str, Any]:
     if runs:
         plots.throughput_delay(runs, plot_dir / "throughput-delay.png")
     if summary["sweep"]:
-        plots.sweep(runs, summary["sweep"], plot_dir / "utilization-sweep.png")
+        plots.sweep(runs, summary["sweep"], plot_dir / "sweep.png")
     return summary
 
 
@@ -39,6 +39,7 @@ def _cell(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
     return "-" if value is None or math.isnan(value) else f"{value * scale:.{digits}f}"
 
 
+TABLE_WIDTH = 170
 # (header, summary key, scale, digits); a column whose values are all NaN is left out
 COLUMNS = (
     ("util. %", "utilization", 100, 1),
@@ -79,4 +80,5 @@ def table(summaries: dict[str, dict[str, Any]]) -> Table:
 
 
 def print_table(summaries: dict[str, dict[str, Any]], console: Console) -> None:
-    console.print(table(summaries), width=max(console.width, 160))
+    console.width = max(console.width, TABLE_WIDTH)  # a pipe or CI log reports 80 columns: never squeeze the figures
+    console.print(table(summaries))

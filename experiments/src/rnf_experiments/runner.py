@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -35,7 +36,7 @@ from rnf_proxy.proxy import Proxy
 from rnf_telemetry.record import Recorder
 
 from rnf_experiments import netstat
-from rnf_experiments.scenario import Arm, Scenario, Traffic, WebTraffic, expand, proxy_config
+from rnf_experiments.scenario import Arm, Scenario, Traffic, Variant, WebTraffic, expand, proxy_config
 
 TRAFFIC_PORT = 5201
 SETTLE_S = 0.5
@@ -82,18 +83,19 @@ class ArmContext:
     directory: Path
     run_id: str
     influx_url: str | None
-    sweep_value: object = None
+    variant: Variant
 
     def describe(self) -> dict[str, object]:
         """run.json: what this run is, for the analysis (which never parses folder names)."""
-        sweep = self.scenario.sweep
         return {
             "arm": self.arm.name,
             "kind": self.arm.kind,
             "controller": (self.arm.controller or {}).get("kind", ""),
             "cc": self.arm.cc,
             "repetition": self.repetition,
-            "sweep": None if sweep is None else {"parameter": sweep.parameter, "value": self.sweep_value},
+            "sweep": None
+            if self.variant.parameter is None
+            else {"parameter": self.variant.parameter, "value": self.variant.value, "index": self.variant.index},
         }
 
 
@@ -196,7 +198,7 @@ async def run_arm(context: ArmContext) -> RecorderStats | None:
         "arm": context.arm.name,
         "repetition": str(context.repetition),
         "cell_kind": "virtual",
-    } | ({} if context.scenario.sweep is None else {"sweep": f"{context.sweep_value}"})
+    } | ({} if context.variant.parameter is None else {"sweep": context.variant.label})
     recorder = recorder_from_url(context.influx_url, context.directory, tags, source="run")
     cell = VirtualCell(cell_config, context.directory, recorder)
     try:
@@ -258,7 +260,8 @@ def run_scenario(
         for index, (variant, repetition, arm) in enumerate(plan):
             folder = f"{repetition}-{arm.name}"
             if scenario.sweep is not None:
-                folder = f"{scenario.sweep.parameter}={variant.label}-{folder}"
+                point = re.sub(r"[^A-Za-z0-9._=-]+", "_", f"{scenario.sweep.parameter}={variant.label}")
+                folder = f"{variant.index:02d}-{point}-{folder}"
             directory = results / "runs" / folder
             directory.mkdir()
             where = f" {scenario.sweep.parameter} = {variant.label}," if scenario.sweep else ""

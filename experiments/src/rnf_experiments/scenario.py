@@ -63,13 +63,36 @@ class WebTraffic(TrafficBase):
 Traffic = Annotated[BulkTraffic | UploadTraffic | WebTraffic, Field(discriminator="kind")]
 
 
+class SweepPoint(Strict):
+    """One point of a sweep that sets several values at once (`set`: dotted key -> value, as for --set)."""
+
+    label: str = Field(min_length=1)
+    set: dict[str, Any] = Field(min_length=1)
+
+
 class Sweep(Strict):
-    """One parameter varied across runs: every arm runs once per value, `keys` (dotted paths, as for --set) all set
-    to the value; `parameter` names it in tables and plots."""
+    """One parameter varied across runs: every arm runs once per point. Either `keys` (dotted paths, as for
+    --set) all set to each of `values`, or `points`, each setting its own keys; `parameter` names it in tables
+    and plots."""
 
     parameter: str = Field(min_length=1)
-    keys: list[str] = Field(min_length=1)
-    values: list[Any] = Field(min_length=1)
+    keys: list[str] = []
+    values: list[Any] = []
+    points: list[SweepPoint] = []
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Sweep:
+        if bool(self.points) == bool(self.keys or self.values):
+            raise ValueError("give either keys and values, or points")
+        if not self.points and not (self.keys and self.values):
+            raise ValueError("keys and values go together")
+        return self
+
+    def settings(self) -> list[tuple[Any, dict[str, Any]]]:
+        """(label, {dotted key: value}) per point, in the order given."""
+        if self.points:
+            return [(point.label, point.set) for point in self.points]
+        return [(value, dict.fromkeys(self.keys, value)) for value in self.values]
 
 
 class Arm(Strict):
@@ -186,8 +209,10 @@ def load_scenario(path: Path, overrides: list[str] = ()) -> tuple[Scenario, dict
 
 @dataclass(frozen=True)
 class Variant:
-    """The scenario as run for one value of its sweep (`value` None without a sweep)."""
+    """The scenario as run for one point of its sweep (`parameter` and `value` None, `index` 0 without a sweep)."""
 
+    parameter: str | None
+    index: int
     value: Any
     scenario: Scenario
 
@@ -197,18 +222,18 @@ class Variant:
 
 
 def expand(scenario: Scenario, data: dict[str, Any], source: str) -> list[Variant]:
-    """One variant per sweep value, each with the sweep's keys set to the value and validated again."""
+    """One variant per sweep point, each with the point's keys set and validated again."""
     sweep = scenario.sweep
     if sweep is None:
-        return [Variant(None, scenario)]
+        return [Variant(None, 0, None, scenario)]
     variants = []
-    for value in sweep.values:
+    for index, (label, settings) in enumerate(sweep.settings()):
         variant = copy.deepcopy({key: item for key, item in data.items() if key != "sweep"})
-        for key in sweep.keys:
-            apply_override(variant, key.split("."), value, f"{source}, sweep.keys")
+        for key, value in settings.items():
+            apply_override(variant, key.split("."), value, f"{source}, sweep")
         try:
-            variants.append(Variant(value, Scenario.model_validate(variant)))
+            variants.append(Variant(sweep.parameter, index, label, Scenario.model_validate(variant)))
         except ValidationError as error:
-            where = f"{source} (sweep {sweep.parameter} = {value!r})"
+            where = f"{source} (sweep {sweep.parameter} = {label!r})"
             raise UserError(format_validation_error(where, error, TRACE_TAGS)) from None
     return variants
