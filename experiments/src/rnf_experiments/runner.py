@@ -266,7 +266,7 @@ def run_scenario(
             directory.mkdir()
             where = f" {scenario.sweep.parameter} = {variant.label}," if scenario.sweep else ""
             progress.update(total, description=f"[{index + 1}/{len(plan)}] {arm.name},{where} repetition {repetition}")
-            context = ArmContext(variant.scenario, arm, repetition, directory, results.name, influx_url, variant.value)
+            context = ArmContext(variant.scenario, arm, repetition, directory, results.name, influx_url, variant)
             (directory / "run.json").write_text(json.dumps(context.describe(), indent=1) + "\n")
             started = time.monotonic()
             stats = asyncio.run(_with_progress(context, progress, total, base, started))
