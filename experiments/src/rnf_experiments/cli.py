@@ -96,6 +96,7 @@ class _Measured:
     """An end-to-end arm of a results folder: its goodput and the losses the cell's RLC queue made."""
 
     label: str
+    results: Path
     goodput_mbps: float
     drops: float  # SDUs per run
     kinds: tuple[float, float, float]  # loss events with 1, 2, >= 3 losses, per run
@@ -151,6 +152,7 @@ def _measured(results: Path, ue: int, gap_s: float, packet_bytes: int, label: st
             found.append(
                 _Measured(
                     label + arm,
+                    results,
                     summary["arms"][arm]["goodput_mbps"],
                     float(np.mean(drops)),
                     tuple(np.mean(kinds, axis=0).tolist()),  # type: ignore[arg-type]
@@ -319,7 +321,6 @@ def model_command(
         for column in ("arm", "results", "goodput Mbit/s", "RLC drops", "loss events 1/2/3+"):
             result.add_column(column, justify="left" if column in ("arm", "results") else "right")
         for m in measured:
-            folder = str(next(d for d in measured_dirs if m.label.startswith(labels[d])))
             row = (_f(m.goodput_mbps), _f(m.drops, 0), "{:.1f}/{:.1f}/{:.1f}".format(*m.kinds))
-            result.add_row(m.label, folder, *row)
+            result.add_row(m.label, str(m.results), *row)
         console.print(result, width=max(console.width, 120))
