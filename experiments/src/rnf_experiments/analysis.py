@@ -53,6 +53,7 @@ class ArmRun:
     flows: list[dict[str, Any]]
     packets: npt.NDArray[Any]
     netstat: dict[str, dict[str, int]]
+    cell_summary: dict[str, Any]
 
     @property
     def arm(self) -> str:
@@ -120,6 +121,7 @@ def load_arm_run(directory: Path) -> ArmRun:
     packets_path = directory / "packets.bin"
     packets = np.fromfile(packets_path, dtype=PACKET_RECORD) if packets_path.exists() else np.empty(0, PACKET_RECORD)
     netstat_path = directory / "netstat.json"
+    cell_summary_path = directory / "cell-summary.json"
     return ArmRun(
         description=json.loads((directory / "run.json").read_text()),
         directory=directory,
@@ -128,6 +130,7 @@ def load_arm_run(directory: Path) -> ArmRun:
         flows=flows,
         packets=packets,
         netstat=json.loads(netstat_path.read_text()) if netstat_path.exists() else {},
+        cell_summary=json.loads(cell_summary_path.read_text()) if cell_summary_path.exists() else {},
     )
 
 
@@ -226,6 +229,7 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "retrans_segments": counters["retrans_segments"],
         "rto": counters["rto"],
         "spurious_rto": counters["spurious_rto"],
+        "tti_late_max_ms": run.cell_summary.get("tti_lateness_ns", {}).get("max", math.nan) / 1e6,
         "ues": {str(ue): values for ue, values in per_ue.items()},
         "transfers": transfers,
         "netstat": run.netstat,

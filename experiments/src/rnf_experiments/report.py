@@ -40,6 +40,7 @@ def _cell(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
 
 
 TABLE_WIDTH = 170
+LATE_TTI_MS = 50.0
 # (header, summary key, scale, digits); a column whose values are all NaN is left out
 COLUMNS = (
     ("util. %", "utilization", 100, 1),
@@ -79,6 +80,22 @@ def table(summaries: dict[str, dict[str, Any]]) -> Table:
     return result
 
 
+def late_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
+    """Runs in which the cell's TTI clock fell behind real time by more than LATE_TTI_MS (CPU starvation: other
+    real-time work on the machine); their figures do not describe the configured channel."""
+    return [
+        (f"{analysis.group_key(run)}, repetition {run['repetition']}", run["tti_late_max_ms"])
+        for run in summary["runs"]
+        if run["tti_late_max_ms"] > LATE_TTI_MS
+    ]
+
+
 def print_table(summaries: dict[str, dict[str, Any]], console: Console) -> None:
     console.width = max(console.width, TABLE_WIDTH)  # a pipe or CI log reports 80 columns: never squeeze the figures
     console.print(table(summaries))
+    for name, summary in summaries.items():
+        for run, late_ms in late_runs(summary):
+            console.print(
+                f"[bold red]warning[/]: {name}, {run}: the cell fell {late_ms:.0f} ms behind real time "
+                "(CPU starved by other work); its figures are suspect, run it again on a quiet machine"
+            )

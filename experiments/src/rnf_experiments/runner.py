@@ -226,6 +226,8 @@ async def run_arm(context: ArmContext) -> RecorderStats | None:
                 await server.wait()
     finally:
         recorder.close()
+        if cell.summary is not None:  # TTI lateness: whether the cell kept real time (analysis flags it)
+            (context.directory / "cell-summary.json").write_text(json.dumps(cell.summary, indent=1) + "\n")
     return recorder.influx.stats() if isinstance(recorder, FanOutRecorder) else None
 
 

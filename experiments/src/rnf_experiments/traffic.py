@@ -214,7 +214,8 @@ def fetch(
         )
         result.complete = request.bytes == 0 or receipt.received_bytes >= request.bytes
     except TimeoutError as error:
-        result.complete = request.bytes == 0  # a backlogged download ends at the arm's end, FIN or not
+        # a backlogged download ends at the arm's end, FIN or not, but not without data
+        result.complete = request.bytes == 0 and receipt.received_bytes > 0
         result.error = "" if result.complete else str(error)
     except OSError as error:
         result.error = str(error)
