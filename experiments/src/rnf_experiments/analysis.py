@@ -212,17 +212,17 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "sweep_value": run.sweep_value,
         "sweep_index": run.sweep_index,
         "duration_s": (end - start) / 1e9,
-        "utilization": _mean([u["utilization"] for u in ues]),
+        "utilization": mean([u["utilization"] for u in ues]),
         "goodput_mbps": sum(goodputs),
-        "queue_p50_bytes": _mean([u["queue_p50_bytes"] for u in ues]),
-        "queue_p95_bytes": _mean([u["queue_p95_bytes"] for u in ues]),
-        "queue_empty_fraction": _mean([u["queue_empty_fraction"] for u in ues]),
+        "queue_p50_bytes": mean([u["queue_p50_bytes"] for u in ues]),
+        "queue_p95_bytes": mean([u["queue_p95_bytes"] for u in ues]),
+        "queue_empty_fraction": mean([u["queue_empty_fraction"] for u in ues]),
         "delay_p50_ms": metrics.percentile(delays_ms, 50),
         "delay_p95_ms": metrics.percentile(delays_ms, 95),
         "rlc_drops_sdus": sum(u["rlc_drops_sdus"] for u in ues),
-        "band_fraction": _mean([u["band_fraction"] for u in ues]),
-        "settling_s": _mean([u["settling_s"] for u in ues]),
-        "ttsu_s": _mean([t["ttsu_s"] for t in transfers]),
+        "band_fraction": mean([u["band_fraction"] for u in ues]),
+        "settling_s": mean([u["settling_s"] for u in ues]),
+        "ttsu_s": mean([t["ttsu_s"] for t in transfers]),
         "jain_fairness": metrics.jain_fairness(goodputs) if len(goodputs) > 1 else math.nan,
         "flows": len(flows),
         "flows_complete": sum(1 for t in transfers if t["complete"]),
@@ -236,7 +236,7 @@ def summarize(run: ArmRun) -> dict[str, Any]:
     }
 
 
-def _mean(values: list[float]) -> float:
+def mean(values: list[float]) -> float:
     """Mean of the values that are numbers; NaN when none is."""
     finite = [v for v in values if not math.isnan(v)]
     return sum(finite) / len(finite) if finite else math.nan
@@ -254,7 +254,7 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         by_group[group_key(run)].append(run)
     return {
         group: {
-            key: _mean([float(r[key]) for r in group_runs])
+            key: mean([float(r[key]) for r in group_runs])
             for key, value in group_runs[0].items()
             if isinstance(value, int | float)
             and not isinstance(value, bool)

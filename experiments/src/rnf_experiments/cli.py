@@ -81,7 +81,8 @@ def run(scenario_file: Path, overrides: tuple[str, ...], output: Path, influx_ur
 
 @click.command("report")
 @click.argument("results", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
-def report(results: tuple[Path, ...]) -> None:
+@click.option("--per-ue", is_flag=True, help="Also print each results folder's figures per UE.")
+def report(results: tuple[Path, ...], per_ue: bool) -> None:
     """Recompute summaries and plots of RESULTS folders and compare them in one table."""
     summaries = {}
     for folder in results:
@@ -89,6 +90,9 @@ def report(results: tuple[Path, ...]) -> None:
             raise UserError(f"{folder}: not a results folder (no metadata.json)")
         summaries[folder.name] = reporting.summarize_results(folder)
     reporting.print_table(summaries, console)
+    if per_ue:
+        for summary in summaries.values():
+            console.print(reporting.per_ue_table(summary))
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,33 @@ def table(summaries: dict[str, dict[str, Any]]) -> Table:
     return result
 
 
+PER_UE_COLUMNS = (
+    ("goodput Mbit/s", "goodput_mbps", 1, 2),
+    ("util. %", "utilization", 100, 1),
+    ("queue p50 kB", "queue_p50_bytes", 1e-3, 1),
+    ("in band %", "band_fraction", 100, 1),
+)
+
+
+def per_ue_table(summary: dict[str, Any]) -> Table:
+    """One row per arm (and sweep value) and UE: the UE's figures, mean over repetitions."""
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for run in summary["runs"]:
+        by_group.setdefault(analysis.group_key(run), []).append(run)
+    result = Table(title="per UE (mean over repetitions)")
+    for header in ("arm", "UE", *(column[0] for column in PER_UE_COLUMNS)):
+        result.add_column(header, justify="left" if header == "arm" else "right")
+    for group, runs in by_group.items():
+        for ue in sorted({ue for run in runs for ue in run["ues"]}, key=int):
+            values = [run["ues"][ue] for run in runs if ue in run["ues"]]
+            cells = [
+                _cell(analysis.mean([v[key] for v in values]), scale, digits)
+                for _, key, scale, digits in PER_UE_COLUMNS
+            ]
+            result.add_row(group, ue, *cells)
+    return result
+
+
 def late_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
     """Runs in which the cell's TTI clock fell behind real time by more than LATE_TTI_MS (CPU starvation: other
     real-time work on the machine); their figures do not describe the configured channel."""
