@@ -26,14 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rnf_cell.cell import VirtualCell
-from rnf_cell.config import CellConfig
 from rnf_cell.topology import SERVER_IP
 from rnf_cli.errors import UserError
 from rnf_monitoring.recorder import FanOutRecorder, RecorderStats, recorder_from_url
 from rnf_proxy.proxy import Proxy
 from rnf_telemetry.record import Recorder
 
+from rnf_experiments.cells import Cell, open_cell
 from rnf_experiments.scenario import Arm, Scenario, proxy_config
 
 TRAFFIC_PORT = 5201
@@ -81,7 +80,7 @@ class ArmContext:
     influx_url: str | None
 
 
-async def _start_server(cell: VirtualCell) -> asyncio.subprocess.Process:
+async def _start_server(cell: Cell) -> asyncio.subprocess.Process:
     process = await asyncio.create_subprocess_exec(
         "ip",
         "netns",
@@ -125,7 +124,7 @@ async def _record_progress(process: asyncio.subprocess.Process, flow: str, ue: i
     await process.wait()
 
 
-async def _run_flows(context: ArmContext, cell: VirtualCell, recorder: Recorder) -> None:
+async def _run_flows(context: ArmContext, cell: Cell, recorder: Recorder) -> None:
     traffic, scenario = context.scenario.traffic, context.scenario
     flows_dir = context.directory / "flows"
     flows_dir.mkdir()
@@ -176,25 +175,22 @@ async def _run_flows(context: ArmContext, cell: VirtualCell, recorder: Recorder)
 
 async def run_arm(context: ArmContext) -> RecorderStats | None:
     """Run one arm; with InfluxDB, return what the recorder wrote, dropped and had rejected."""
-    cell_config = CellConfig.model_validate(
-        context.scenario.cell.model_dump(exclude={"kind"}) | {"seed": context.scenario.seed + context.repetition}
-    )
     tags = {
         "run": context.run_id,
         "scenario": context.scenario.name,
         "arm": context.arm.name,
         "repetition": str(context.repetition),
-        "cell_kind": "virtual",
+        "cell_kind": context.scenario.cell.kind,
     }
     recorder = recorder_from_url(context.influx_url, context.directory, tags, source="run")
-    cell = VirtualCell(cell_config, context.directory, recorder)
+    cell = open_cell(context.scenario.cell, context.directory, recorder, context.scenario.seed + context.repetition)
     try:
         async with cell:
             server = await _start_server(cell)
             try:
                 await asyncio.sleep(SETTLE_S)
                 if context.arm.kind == "proxy":
-                    config = proxy_config(context.arm, cell.names.core, cell_config.telemetry.endpoint)
+                    config = proxy_config(context.arm, cell.names.core, cell.telemetry_endpoint)
                     async with Proxy(config, recorder):
                         await _run_flows(context, cell, recorder)
                 else:

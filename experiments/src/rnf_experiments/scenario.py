@@ -7,20 +7,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from rnf_cell.config import TRACE_TAGS, CellConfig
 from rnf_cli.config import format_validation_error, read_toml, resolve_paths
 from rnf_cli.errors import UserError
 from rnf_proxy.config import ProxyConfig
 
+from rnf_experiments.cells.spec import HIDDEN_TAGS, CellSpec
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class VirtualCellSpec(CellConfig):
-    """The cell of a scenario: `kind = "virtual"` plus a virtual cell's settings (virtual-cell/README.md)."""
-
-    kind: Literal["virtual"] = "virtual"
 
 
 class Traffic(Strict):
@@ -74,7 +69,7 @@ class Scenario(Strict):
     duration_s: float = Field(gt=0, le=3600)
     repetitions: int = Field(default=1, ge=1, le=100)
     seed: int = 1
-    cell: VirtualCellSpec
+    cell: CellSpec
     traffic: Traffic = Traffic()
     arms: list[Arm] = Field(min_length=1)
 
@@ -132,4 +127,4 @@ def load_scenario(path: Path, overrides: list[str] = ()) -> tuple[Scenario, dict
         return Scenario.model_validate(data), data
     except ValidationError as error:
         source = f"{path}" + (f" (with --set {', '.join(overrides)})" if overrides else "")
-        raise UserError(format_validation_error(source, error, TRACE_TAGS)) from None
+        raise UserError(format_validation_error(source, error, HIDDEN_TAGS)) from None
