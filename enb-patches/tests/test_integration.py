@@ -410,14 +410,14 @@ def _window(periods: list[Period], start_ns: int, end_ns: int) -> dict[str, floa
 def test_two_ues_through_the_bridge_a_10_db_step_lowers_one_ues_mcs_and_rate_only(
     srsran_build: SrsranBuild, sctp_preload: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """srsepc, srsenb, the bridge and two srsue (`srsran-zmq`, 6 PRB): both attach; with both downlinks backlogged
+    """srsepc, srsenb, the bridge and two srsue (`srsran-zmq`, 15 PRB): both attach; with both downlinks backlogged
     (UDP above the cell's rate), ue2's gain steps down 10 dB over the bridge's control socket. ue2's MCS and scheduled
     rate fall within a second; ue1's stay. SNR at 0 dB: the UEs' downlink input is about 56-64 dBFS (`rnf bridge
     status`), so noise at 42 dBFS puts CQI near 13, below its ceiling, where 10 dB shows."""
     spec = SrsranZmqCellSpec(
         kind="srsran-zmq",
         namespace_prefix="brg" + uuid.uuid4().hex[:5],
-        n_prb=6,
+        n_prb=15,
         enb_noise_dbfs=16,
         ues=[ZmqUeSpec(gain_db=0, noise_dbfs=42), ZmqUeSpec(gain_db=0, noise_dbfs=42)],
     )
@@ -438,8 +438,8 @@ def test_two_ues_through_the_bridge_a_10_db_step_lowers_one_ues_mcs_and_rate_onl
                 servers.append(subprocess.Popen(server, stdout=subprocess.DEVNULL))
             time.sleep(0.5)
             for index in range(2):
-                client = ["ip", "netns", "exec", cell.names.core, "iperf3", "-c", ue_ip(index), "-u", "-b", "3M"]
-                client += ["-l", "1400", "-t", str(settle_s + before_s + after_s + 2)]
+                client = ["ip", "netns", "exec", cell.names.core, "iperf3", "-c", ue_ip(index), "-u", "-b", "8M"]
+                client += ["-l", "1400", "-t", str(settle_s + before_s + after_s + 2)]  # above 15 PRB's rate for one UE
                 clients.append(subprocess.Popen(client, stdout=subprocess.DEVNULL))
 
             async def collect(seconds: float) -> None:

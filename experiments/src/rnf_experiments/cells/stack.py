@@ -176,8 +176,12 @@ class StackConfig:
 def write_configs(config: StackConfig) -> None:
     """enb.conf (with its sib/rr/rb files), one ue<N>.conf per UE, epc.conf and user_db.csv in the working folder."""
     w = config.workdir
-    for name in ("sib", "rr", "rb"):
+    for name in ("rr", "rb"):
         shutil.copy(config.build.source / "srsenb" / f"{name}.conf.example", w / f"{name}.conf")
+    sib = (config.build.source / "srsenb" / "sib.conf.example").read_text()
+    if config.n_prb == 6:  # srsenb: "prach=(4, 10) does not fit into the eNB PRBs=(0, 6)", and no UE attaches
+        sib = re.sub(r"prach_freq_offset = \d+;", "prach_freq_offset = 0;", sib)
+    (w / "sib.conf").write_text(sib)
     telemetry = (
         f"enable = true\nzmq_endpoint = {config.telemetry_endpoint}\nperiod_ms = {config.telemetry_period_ms}\n"
         if config.telemetry_endpoint is not None
