@@ -4,6 +4,7 @@ GNU Radio bridge (`spec.py` validates the scenario's `[cell]`, `open_cell` makes
 from __future__ import annotations
 
 from pathlib import Path
+from types import TracebackType
 from typing import Protocol
 
 from rnf_cell.cell import VirtualCell
@@ -38,7 +39,9 @@ class Cell(Protocol):
 
     async def __aenter__(self) -> Cell: ...
 
-    async def __aexit__(self, *exc_info: object) -> None: ...
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
 
 
 def open_cell(spec: CellSpec, workdir: Path, recorder: Recorder, seed: int) -> Cell:

@@ -22,7 +22,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 SGI_IP = "172.16.0.1"
@@ -166,7 +166,6 @@ class StackConfig:
     qci: int = 9
     telemetry_endpoint: str | None = "tcp://127.0.0.1:5555"
     telemetry_period_ms: int = 10
-    extra_enb: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.radio.ues) != len(self.ue_namespaces):
@@ -321,8 +320,7 @@ class SrsStack:
             subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
         epc = self._start("epc", [str(c.build.srsepc), str(w / "epc.conf")], preload=True)
         wait_for(w / "epc.out", r"SP-GW Initialized", 30, epc)
-        enb_args = [f"--{key}={value}" for key, value in c.extra_enb.items()]
-        enb = self._start("enb", [str(c.build.srsenb), str(w / "enb.conf"), *enb_args], preload=True)
+        enb = self._start("enb", [str(c.build.srsenb), str(w / "enb.conf")], preload=True)
         wait_for(w / "enb.out", r"eNodeB started", 60, enb)
         ues = [
             self._start(f"ue{i + 1}", [str(c.build.srsue), str(w / f"ue{i + 1}.conf")], preload=False)
