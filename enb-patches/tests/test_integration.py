@@ -486,7 +486,7 @@ def test_two_ues_through_the_bridge_a_10_db_step_lowers_one_ues_mcs_and_rate_onl
     ue2 = periods[ue_ip(1)]
     threshold = before[ue_ip(1)]["mcs"] - 3
     first = next(p for p in ue2 if p.received_ns > step_ns and p.grant_ttis and p.mcs < threshold)
-    tti_at_step = next(p.tti for p in ue2 if p.received_ns > step_ns)
+    tti_at_step = max(p.tti for p in ue2 if p.received_ns <= step_ns)  # the end of the last period before it
     print(
         f"ue2's first period with MCS below {threshold:.1f}: {(first.received_ns - step_ns) / 1e6:.0f} ms after the "
         f"step ({first.tti - tti_at_step} TTIs of the eNB)"

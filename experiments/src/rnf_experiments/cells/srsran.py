@@ -107,6 +107,8 @@ class SrsranCell:
         if found:
             log.warning("removing leftovers of an earlier run: %s", ", ".join(found))
             remove_namespaces(found)
+        for endpoint in (self.telemetry_endpoint, self.bridge_control):  # sockets srsenb and the bridge leave behind
+            self._exits.callback(Path(endpoint.removeprefix("ipc://")).unlink, missing_ok=True)
         try:
             preload = sctp_preload(os.environ.get("SCTPSHIM"), self.workdir)
             radio, before_attach = self._radio()
