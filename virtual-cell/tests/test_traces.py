@@ -116,10 +116,10 @@ def test_rayleigh_power_has_unit_mean_and_fades_at_the_doppler_rate():
     assert crossings[1] > 4 * crossings[0] > 0
 
 
-def test_a_fading_trace_is_configured_like_the_other_generators():
+def test_a_rayleigh_trace_is_configured_like_the_other_generators():
     spec = (
         CellConfig.model_validate(
-            {"ues": [{"trace": {"generator": "fading", "mean_snr_db": 15, "speed_kmh": 30, "duration_s": 10}}]}
+            {"ues": [{"trace": {"generator": "rayleigh", "mean_snr_db": 15, "speed_kmh": 30, "duration_s": 10}}]}
         )
         .ues[0]
         .trace

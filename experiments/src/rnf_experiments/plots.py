@@ -84,7 +84,8 @@ def throughput_delay(runs: list[dict[str, Any]], path: Path) -> None:
     arms = sorted({r["arm"] for r in runs})
     for arm in arms:
         points = [(r["delay_p95_ms"], r["goodput_mbps"]) for r in runs if r["arm"] == arm]
-        axis.scatter(*zip(*points, strict=True), label=arm, s=40)
+        delays, goodputs = zip(*points, strict=True)
+        axis.scatter(delays, goodputs, label=arm, s=40)
     axis.set_xlabel("95th percentile one-way delay in the cell (ms)")
     axis.set_ylabel("goodput (Mbit/s)")
     axis.invert_xaxis()  # better is up and to the right, as in Pantheon

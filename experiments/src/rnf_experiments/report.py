@@ -63,7 +63,7 @@ def table(summaries: dict[str, dict[str, Any]]) -> Table:
     """One row per arm (and sweep value), with a results column when several results folders are compared."""
     several = len(summaries) > 1
     rows = [(name, values) for name, summary in summaries.items() for values in summary["arms"].values()]
-    sweeps = {summary.get("sweep") for summary in summaries.values()} - {None}
+    sweeps: set[str] = {summary["sweep"] for summary in summaries.values() if summary.get("sweep")}
     shown = [c for c in COLUMNS if any(not math.isnan(values[c[1]]) for _, values in rows)]
     result = Table(title="arms compared (mean over repetitions)")
     headers = (["results"] if several else []) + ["arm"] + sorted(sweeps) + [c[0] for c in shown] + ["runs"]

@@ -28,7 +28,6 @@ from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rnf_cell.cell import VirtualCell
-from rnf_cell.config import CellConfig
 from rnf_cell.topology import SERVER_IP
 from rnf_cli.errors import UserError
 from rnf_monitoring.recorder import FanOutRecorder, RecorderStats, recorder_from_url
@@ -36,6 +35,7 @@ from rnf_proxy.proxy import Proxy
 from rnf_telemetry.record import Recorder
 
 from rnf_experiments import netstat
+from rnf_experiments.cells import Cell, open_cell
 from rnf_experiments.scenario import Arm, Scenario, Traffic, Variant, WebTraffic, expand, proxy_config
 
 TRAFFIC_PORT = 5201
@@ -99,7 +99,7 @@ class ArmContext:
         }
 
 
-async def _start_server(cell: VirtualCell) -> asyncio.subprocess.Process:
+async def _start_server(cell: Cell) -> asyncio.subprocess.Process:
     process = await asyncio.create_subprocess_exec(
         "ip",
         "netns",
@@ -156,7 +156,7 @@ def _client_arguments(traffic: Traffic, duration_s: float, delay_s: float) -> li
     return [traffic.kind, "--bytes", str(traffic.bytes), "--duration", str(duration), "--until", str(until)]
 
 
-async def _run_flows(context: ArmContext, cell: VirtualCell, recorder: Recorder) -> None:
+async def _run_flows(context: ArmContext, cell: Cell, recorder: Recorder) -> None:
     """Every transfer of the scenario's traffic, each client in its UE's namespace; returns when all ended (the
     clients stop their transfers at the arm's end themselves)."""
     scenario = context.scenario
@@ -189,29 +189,26 @@ async def _run_flows(context: ArmContext, cell: VirtualCell, recorder: Recorder)
 
 async def run_arm(context: ArmContext) -> RecorderStats | None:
     """Run one arm; with InfluxDB, return what the recorder wrote, dropped and had rejected."""
-    cell_config = CellConfig.model_validate(
-        context.scenario.cell.model_dump(exclude={"kind"}) | {"seed": context.scenario.seed + context.repetition}
-    )
     tags = {
         "run": context.run_id,
         "scenario": context.scenario.name,
         "arm": context.arm.name,
         "repetition": str(context.repetition),
-        "cell_kind": "virtual",
+        "cell_kind": context.scenario.cell.kind,
     } | ({} if context.variant.parameter is None else {"sweep": context.variant.label})
     recorder = recorder_from_url(context.influx_url, context.directory, tags, source="run")
-    cell = VirtualCell(cell_config, context.directory, recorder)
+    cell = open_cell(context.scenario.cell, context.directory, recorder, context.scenario.seed + context.repetition)
     try:
         async with cell:
             server = await _start_server(cell)
             try:
                 await asyncio.sleep(SETTLE_S)
                 senders = {"server": cell.names.server, "core": cell.names.core} | {
-                    f"ue{ue + 1}": cell.names.ue(ue) for ue in range(len(cell_config.ues))
+                    f"ue{ue + 1}": cell.names.ue(ue) for ue in range(len(context.scenario.cell.ues))
                 }
                 before = {role: await netstat.read(namespace) for role, namespace in senders.items()}
                 if context.arm.kind == "proxy":
-                    config = proxy_config(context.arm, cell.names.core, cell_config.telemetry.endpoint)
+                    config = proxy_config(context.arm, cell.names.core, cell.telemetry_endpoint)
                     async with Proxy(config, recorder):
                         await _run_flows(context, cell, recorder)
                 else:
@@ -226,7 +223,7 @@ async def run_arm(context: ArmContext) -> RecorderStats | None:
                 await server.wait()
     finally:
         recorder.close()
-        if cell.summary is not None:  # TTI lateness: whether the cell kept real time (analysis flags it)
+        if isinstance(cell, VirtualCell) and cell.summary is not None:  # TTI lateness: did it keep real time?
             (context.directory / "cell-summary.json").write_text(json.dumps(cell.summary, indent=1) + "\n")
     return recorder.influx.stats() if isinstance(recorder, FanOutRecorder) else None
 

@@ -9,20 +9,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from rnf_cell.config import TRACE_TAGS, CellConfig
 from rnf_cli.config import format_validation_error, read_toml, resolve_paths
 from rnf_cli.errors import UserError
 from rnf_proxy.config import ProxyConfig
 
+from rnf_experiments.cells.spec import HIDDEN_TAGS, CellSpec
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class VirtualCellSpec(CellConfig):
-    """The cell of a scenario: `kind = "virtual"` plus a virtual cell's settings (virtual-cell/README.md)."""
-
-    kind: Literal["virtual"] = "virtual"
 
 
 class TrafficBase(Strict):
@@ -131,14 +126,18 @@ def proxy_config(arm: Arm, namespace: str | None, endpoint: str) -> ProxyConfig:
         raise ValueError(format_validation_error(f"arms.{arm.name}", error)) from None
 
 
+def _backlogged_download() -> Traffic:
+    return BulkTraffic(kind="bulk")
+
+
 class Scenario(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     duration_s: float = Field(gt=0, le=3600)
     repetitions: int = Field(default=1, ge=1, le=100)
     seed: int = 1
-    cell: VirtualCellSpec
-    traffic: list[Traffic] = Field(default_factory=lambda: [BulkTraffic(kind="bulk")], min_length=1)
+    cell: CellSpec
+    traffic: list[Traffic] = Field(default_factory=lambda: [_backlogged_download()], min_length=1)
     arms: list[Arm] = Field(min_length=1)
     sweep: Sweep | None = None
 
@@ -202,7 +201,7 @@ def load_scenario(path: Path, overrides: list[str] = ()) -> tuple[Scenario, dict
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as error:
-        raise UserError(format_validation_error(source, error, TRACE_TAGS)) from None
+        raise UserError(format_validation_error(source, error, HIDDEN_TAGS)) from None
     expand(scenario, data, source)  # every value of a sweep must make a valid scenario, before anything runs
     return scenario, data
 
@@ -235,5 +234,5 @@ def expand(scenario: Scenario, data: dict[str, Any], source: str) -> list[Varian
             variants.append(Variant(sweep.parameter, index, label, Scenario.model_validate(variant)))
         except ValidationError as error:
             where = f"{source} (sweep {sweep.parameter} = {label!r})"
-            raise UserError(format_validation_error(where, error, TRACE_TAGS)) from None
+            raise UserError(format_validation_error(where, error, HIDDEN_TAGS)) from None
     return variants

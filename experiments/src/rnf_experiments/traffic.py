@@ -16,9 +16,9 @@ an uploading client sets its own.
 from __future__ import annotations
 
 import argparse
+import builtins
 import json
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -47,7 +47,7 @@ class Request:
     cc: str
     direction: Direction = "down"
 
-    def encode(self) -> bytes:
+    def encode(self) -> builtins.bytes:
         return json.dumps(asdict(self)).encode() + b"\n"
 
 
@@ -364,4 +364,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -67,12 +67,12 @@ class MarkovTrace(Strict):
     duration_s: PositiveFloat = 60.0
 
 
-class FadingTrace(Strict):
+class RayleighTrace(Strict):
     """Rayleigh fast fading at the Doppler of `speed_kmh` (Jakes' sum of sinusoids), around `mean_snr_db`, mapped
     to a rate over `bandwidth_mhz` by 3GPP TR 36.942's attenuated Shannon bound (0.6 log2(1 + SNR), nothing below
     -10 dB, at most 4.4 bit/s/Hz)."""
 
-    generator: Literal["fading"]
+    generator: Literal["rayleigh"]
     mean_snr_db: float = Field(ge=-10, le=40)
     speed_kmh: NonNegativeFloat
     carrier_ghz: PositiveFloat = 2.0
@@ -86,14 +86,14 @@ TraceSpec = Annotated[
     | Annotated[PiecewiseTrace, Tag("piecewise")]
     | Annotated[OnOffTrace, Tag("onoff")]
     | Annotated[MarkovTrace, Tag("markov")]
-    | Annotated[FadingTrace, Tag("fading")],
+    | Annotated[RayleighTrace, Tag("rayleigh")],
     Discriminator(
         file_or_generator,
         custom_error_type="trace_kind",
-        custom_error_message="a trace needs `file = ...` or `generator = constant|piecewise|onoff|markov|fading`",
+        custom_error_message="a trace needs `file = ...` or `generator = constant|piecewise|onoff|markov|rayleigh`",
     ),
 ]
-TRACE_TAGS = ("file", "constant", "piecewise", "onoff", "markov", "fading")
+TRACE_TAGS = ("file", "constant", "piecewise", "onoff", "markov", "rayleigh")
 
 
 class Outage(Strict):

@@ -19,11 +19,11 @@ import numpy.typing as npt
 
 from rnf_cell.config import (
     ConstantTrace,
-    FadingTrace,
     MarkovTrace,
     OnOffTrace,
     Outage,
     PiecewiseTrace,
+    RayleighTrace,
     TraceFile,
     TraceSpec,
 )
@@ -128,7 +128,7 @@ def attenuated_shannon_bps(snr_db: npt.ArrayLike, bandwidth_hz: float) -> npt.ND
     return np.where(snr < SNR_MIN_DB, 0.0, efficiency * bandwidth_hz)
 
 
-def fading(spec: FadingTrace, rng: np.random.Generator) -> Trace:
+def rayleigh(spec: RayleighTrace, rng: np.random.Generator) -> Trace:
     """Rayleigh fading around a mean SNR, as capacity (paper 000's indoor/pedestrian/vehicular/rural UEs differ in
     speed, so Doppler, and in distance, so mean SNR)."""
     ttis = _ttis(spec.duration_s)
@@ -277,8 +277,8 @@ def build(spec: TraceSpec, rng: np.random.Generator) -> Trace:
             return onoff(spec.rate_mbps, spec.on_s, spec.off_s)
         case MarkovTrace():
             return markov(spec.good_mbps, spec.bad_mbps, spec.mean_good_s, spec.mean_bad_s, spec.duration_s, rng)
-        case FadingTrace():
-            return fading(spec, rng)
+        case RayleighTrace():
+            return rayleigh(spec, rng)
     if spec.scale != 1.0:
         outage = trace == OUTAGE
         trace = from_rates(capacity_bps(trace) * spec.scale)
