@@ -60,6 +60,7 @@ def test_a_backlogged_download_stops_at_the_arm_end_as_complete(server):
     result = fetch("b", 1, "127.0.0.1", server, Request(0, 30.0, "cubic"), Deadline(0.5), _quiet)
     assert time.monotonic() - started < 2
     assert result.complete and not result.error and result.received_bytes > 0
+    assert result.start_ns < result.connected_ns < result.first_byte_ns
 
 
 def test_a_fixed_transfer_cut_by_the_arm_end_is_incomplete(server):

@@ -174,11 +174,17 @@ class _Progress:
 
 
 def _download(
-    server: str, port: int, request: Request, deadline: Deadline, receipt: Receipt, on_chunk: Callable[[], None]
-) -> int:
-    """One download over a new connection; returns when it connected (ns)."""
+    server: str,
+    port: int,
+    request: Request,
+    deadline: Deadline,
+    receipt: Receipt,
+    on_connected: Callable[[int], None],
+    on_chunk: Callable[[], None],
+) -> None:
+    """One download over a new connection, into `receipt`; `on_connected` gets the time the connection was up."""
     with _connect(server, port, deadline) as connection:
-        connected_ns = time.time_ns()
+        on_connected(time.time_ns())
         connection.sendall(request.encode())
 
         def receive(size: int) -> bytes:
@@ -186,7 +192,6 @@ def _download(
             return connection.recv(size)
 
         _receive_all(receive, receipt, on_chunk)
-    return connected_ns
 
 
 def _connect(server: str, port: int, deadline: Deadline) -> socket.socket:
@@ -209,8 +214,14 @@ def fetch(
     receipt = Receipt()
     progress = _Progress(result, on_progress)
     try:
-        result.connected_ns = _download(
-            server, port, request, deadline, receipt, lambda: progress.report(receipt.received_bytes)
+        _download(
+            server,
+            port,
+            request,
+            deadline,
+            receipt,
+            lambda now: setattr(result, "connected_ns", now),
+            lambda: progress.report(receipt.received_bytes),
         )
         result.complete = request.bytes == 0 or receipt.received_bytes >= request.bytes
     except TimeoutError as error:
@@ -241,20 +252,22 @@ def fetch_page(
     progress = _Progress(result, on_progress)
     lock = threading.Lock()
 
-    def one(size: int) -> int:
+    def connected(now: int) -> None:
+        with lock:
+            result.connected_ns = min(result.connected_ns or now, now)
+
+    def one(size: int) -> None:
         own = Receipt()
-        connected = _download(server, port, Request(size, 0.0, cc), deadline, own, lambda: None)
+        _download(server, port, Request(size, 0.0, cc), deadline, own, connected, lambda: None)
         with lock:
             page.received_bytes += own.received_bytes
             page.first_byte_ns = min(page.first_byte_ns or own.first_byte_ns, own.first_byte_ns)
             page.last_byte_ns = max(page.last_byte_ns, own.last_byte_ns)
             progress.report(page.received_bytes)
-        return connected
 
     try:
         with ThreadPoolExecutor(max_workers=parallel) as pool:
-            connected = list(pool.map(one, objects_bytes))
-        result.connected_ns = min(connected)
+            list(pool.map(one, objects_bytes))
         result.complete = page.received_bytes >= total
     except OSError as error:
         result.error = str(error)
