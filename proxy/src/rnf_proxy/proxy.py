@@ -45,7 +45,7 @@ from rnf_proxy.feedback import RanController, step_many
 from rnf_proxy.fixed import Fixed, FixedConfig
 from rnf_proxy.interception import Interception
 from rnf_proxy.itcp import Itcp, ItcpConfig
-from rnf_proxy.relay import Flow
+from rnf_proxy.relay import Flow, Relay
 from rnf_proxy.rnf import Rnf, RnfBank, RnfConfig
 from rnf_proxy.scheduler import StrideScheduler
 from rnf_proxy.smvs import Smvs, SmvsBank, SmvsConfig, resolve
@@ -109,13 +109,14 @@ class Proxy:
         self.aggregates: dict[str, Aggregate] = {}
         self.counters: Counter[str] = Counter()
         self._new_controller = controller_factory(config)
-        self._enforcement = Enforcement(config.pump_interval_s, config.buffers.free_notsent_bytes)
+        self._enforcement = Enforcement(config.pump_interval_s)
         self._interception: Interception | None = None
         self._tuning: KernelTuning | None = None
         self._listener: socket.socket | None = None
         self._subscriber: Subscriber | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._tick_handle: asyncio.TimerHandle | None = None
+        self._relay: Relay | None = None
         self._flows = 0
         self._checked: set[str] = set()
         self._period_warned = False
@@ -138,6 +139,7 @@ class Proxy:
         self.loop = asyncio.get_running_loop()
         sockets.raise_open_files(OPEN_FILES)
         try:
+            self._relay = Relay(self.loop, config.relay_threads)
             if config.owns_window and config.kernel.tune:
                 self._tuning = KernelTuning(
                     config.namespace, tuple(config.ue_networks), config.kernel.initcwnd_segments
@@ -195,6 +197,9 @@ class Proxy:
             self._listener = None
         for aggregate in self.aggregates.values():
             aggregate.close()
+        if self._relay is not None:
+            self._relay.close()
+            self._relay = None
         if self._interception is not None:
             self._interception.teardown()
             self._interception = None
@@ -256,7 +261,18 @@ class Proxy:
             return
         self._configure_ue_socket(ue_sock)
         aggregate = self._aggregate(peer[0])
-        flow = Flow(self.loop, ue_sock, server_sock, aggregate, buffers.connection_bytes // 2, target[1])
+        assert self._relay is not None
+        flow = Flow(
+            self._relay,
+            ue_sock,
+            server_sock,
+            aggregate,
+            buffers.connection_bytes // 2,
+            target[1],
+            buffers.free_notsent_bytes,
+            controlled=aggregate.controls,
+            held=aggregate.decision.hold_wired,
+        )
         traffic_class = config.scheduling.classify(target[1])
         aggregate.add(flow, traffic_class.priority, traffic_class.tickets)
         self._flows += 1
@@ -302,8 +318,9 @@ class Proxy:
         self._flows -= 1
         self.counters["flows_closed"] += 1
         self.counters["flows_reset"] += flow.reset
-        self.counters["bytes_down"] += flow.down.sent
-        self.counters["bytes_up"] += flow.up.sent
+        counters = flow.counters()
+        self.counters["bytes_down"] += counters.down_sent
+        self.counters["bytes_up"] += counters.up_sent
         if isinstance(flow.owner, Aggregate) and flow.owner.flows:
             self._share_buffers(flow.owner)  # the connections left get their share back
 
@@ -312,7 +329,10 @@ class Proxy:
         if aggregate is None:
             scheduler: StrideScheduler[Flow] = StrideScheduler(self.config.scheduling.quantum_bytes)
             controller = self._new_controller()
-            aggregate = Aggregate(ue, controller, self.loop, self._enforcement, scheduler, self._flow_closed)
+            assert self._relay is not None
+            aggregate = Aggregate(
+                ue, controller, self.loop, self._relay, self._enforcement, scheduler, self._flow_closed
+            )
             aggregate.apply(controller.update(TICK, self.loop.time()))
             self.aggregates[ue] = aggregate
         return aggregate
@@ -402,8 +422,10 @@ class Proxy:
 
     def stats(self) -> dict[str, int]:
         """Counters: connections, bytes relayed, telemetry accepted and dropped by kind."""
-        live_down = sum(flow.down.sent for a in self.aggregates.values() for flow in a.flows)
-        live_up = sum(flow.up.sent for a in self.aggregates.values() for flow in a.flows)
+        live = [flow for aggregate in self.aggregates.values() for flow in aggregate.flows]
+        counters = self._relay.counters(live) if self._relay is not None and live else []
+        live_down = sum(flow.down_sent for flow in counters)
+        live_up = sum(flow.up_sent for flow in counters)
         result = dict(self.counters)
         result["flows_active"] = self._flows
         result["bytes_down"] = self.counters["bytes_down"] + live_down
