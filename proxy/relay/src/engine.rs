@@ -112,9 +112,10 @@ impl Worker {
                 }
                 return;
             }
-            let mut slab = self.lock();
-            let mut still_busy = Vec::new();
-            busy.append(&mut slab.kicked);
+            // the lock is taken per flow, so the proxy's thread never waits for a whole batch
+            let mut still_busy = std::mem::take(&mut self.lock().kicked);
+            still_busy.append(&mut busy);
+            let mut serviced = Vec::with_capacity(count as usize + still_busy.len());
             for event in &ready[..count as usize] {
                 let token = event.u64;
                 if token == WAKE_TOKEN {
@@ -123,19 +124,17 @@ impl Worker {
                 }
                 let slot = (token >> 1) as usize;
                 let side = if token & 1 == 0 { Side::Ue } else { Side::Server };
-                if let Some(Some(flow)) = slab.flows.get_mut(slot) {
-                    let mut notices = Notices::default();
-                    flow.on_event(side, event.events, &mut notices);
-                    if flow.busy {
-                        still_busy.push(slot);
-                    }
-                    events.emit(self.id(slot), notices);
-                }
+                serviced.push((slot, Some((side, event.events))));
             }
-            for slot in busy.drain(..) {
+            serviced.extend(still_busy.drain(..).map(|slot| (slot, None)));
+            for (slot, event) in serviced {
+                let mut slab = self.lock();
                 if let Some(Some(flow)) = slab.flows.get_mut(slot) {
                     let mut notices = Notices::default();
-                    flow.service(&mut notices);
+                    match event {
+                        Some((side, mask)) => flow.on_event(side, mask, &mut notices),
+                        None => flow.service(&mut notices),
+                    }
                     if flow.busy {
                         still_busy.push(slot);
                     }
@@ -268,6 +267,25 @@ impl Engine {
             }
         })
         .unwrap_or(FlowInfo { flags: FLAG_UNKNOWN, ..FlowInfo::default() })
+    }
+
+    /// Flows with bytes waiting in their downlink pipe: (index in `ids`, bytes) into `out`; the number
+    /// written. Looking re-arms each flow's data event.
+    pub fn demand(&self, ids: &[u64], out: &mut [(u32, u64)]) -> usize {
+        let mut count = 0;
+        for (index, id) in ids.iter().enumerate() {
+            let buffered = self.with_flow(*id, |flow, _| {
+                flow.looked();
+                if flow.closed { 0 } else { flow.down.buffered }
+            });
+            if let Some(buffered @ 1..) = buffered {
+                if count < out.len() {
+                    out[count] = (index as u32, buffered as u64);
+                    count += 1;
+                }
+            }
+        }
+        count
     }
 
     /// What the UE socket of an open flow holds: SIOCOUTQ (in flight and unsent) or SIOCOUTQNSD (unsent).

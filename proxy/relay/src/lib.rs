@@ -140,6 +140,37 @@ pub unsafe extern "C" fn rnf_relay_info(engine: *const Engine, ids: *const u64, 
     }
 }
 
+/// Of `count` flows, those with bytes waiting toward the UE: their index in `ids` into `indices` and the
+/// bytes into `buffered` (room for `count` each); the number of such flows. Looking re-arms data events.
+///
+/// # Safety
+/// `engine` is live; the arrays hold `count` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rnf_relay_demand(
+    engine: *const Engine,
+    ids: *const u64,
+    count: usize,
+    indices: *mut u32,
+    buffered: *mut u64,
+) -> usize {
+    // SAFETY: the caller passes a live engine and arrays of `count` elements.
+    let (engine, ids, indices, buffered) = unsafe {
+        (
+            &*engine,
+            std::slice::from_raw_parts(ids, count),
+            std::slice::from_raw_parts_mut(indices, count),
+            std::slice::from_raw_parts_mut(buffered, count),
+        )
+    };
+    let mut pairs = vec![(0, 0); count];
+    let found = engine.demand(ids, &mut pairs);
+    for ((index, bytes), (index_out, bytes_out)) in pairs[..found].iter().zip(indices.iter_mut().zip(buffered)) {
+        *index_out = *index;
+        *bytes_out = *bytes;
+    }
+    found
+}
+
 /// The sum over `count` flows of their UE sockets' send queues (SIOCOUTQ), or of their unsent bytes
 /// (SIOCOUTQNSD) when `unsent_only`.
 ///

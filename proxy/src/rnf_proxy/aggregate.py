@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from rnf_proxy import sockets
 from rnf_proxy.control import FREE, AckSample, Controller, Decision, Mode
-from rnf_proxy.relay import Flow, Relay
+from rnf_proxy.relay import Flow, FlowGroup, Relay
 from rnf_proxy.scheduler import StrideScheduler
 
 QUOTA_PACING_HEADROOM = 1.1
@@ -63,7 +63,7 @@ class Aggregate:
         self._closed = closed
         self.enforcement = enforcement
         self.scheduler = scheduler
-        self.flows: dict[Flow, None] = {}  # insertion-ordered set
+        self.flows = FlowGroup()
         self.decision: Decision = FREE
         self.remaining = 0  # QUOTA: bytes of the step not yet released
         self.quota_pacing = 0.0  # QUOTA: the pacing rate in force, bytes/s
@@ -83,12 +83,12 @@ class Aggregate:
 
     def add(self, flow: Flow, priority: int, tickets: int) -> None:
         """A new connection, created controlled and held as the decision in force says."""
-        self.flows[flow] = None
+        self.flows.add(flow)
         self.scheduler.add(flow, priority, tickets)
         self._configure(flow)
 
     def on_closed(self, flow: Flow) -> None:
-        self.flows.pop(flow, None)
+        self.flows.discard(flow)
         self.scheduler.remove(flow)
         self._closed(flow)
 
@@ -165,7 +165,7 @@ class Aggregate:
         self.queued = self.relay.queued(self.flows)
 
     def _send_window(self, refresh: bool = False) -> None:
-        demand = self.relay.buffered(self.flows)
+        demand = self.relay.demand(self.flows)
         if not demand:
             return
         # self.queued only overestimates between refreshes (ACKs shrink the queues): ask the kernel when the
@@ -186,7 +186,7 @@ class Aggregate:
     def _send_quota(self) -> None:
         if self.remaining <= 0:
             return
-        demand = self.relay.buffered(self.flows)
+        demand = self.relay.demand(self.flows)
         if not demand:
             return
         self.remaining -= sum(self.relay.send(self.scheduler.allocate(self.remaining, demand)).values())

@@ -23,7 +23,7 @@ import ctypes
 import logging
 import os
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Protocol
@@ -81,6 +81,7 @@ def _library() -> ctypes.CDLL:
         ("rnf_relay_configure", i32, [engine, _U64, _U64, i32, i32]),
         ("rnf_relay_send", _U64, [engine, ids, ids, ids, ctypes.c_size_t]),
         ("rnf_relay_info", None, [engine, ids, ctypes.POINTER(FlowCounters), ctypes.c_size_t]),
+        ("rnf_relay_demand", ctypes.c_size_t, [engine, ids, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint32), ids]),
         ("rnf_relay_queued", _U64, [engine, ids, ctypes.c_size_t, i32]),
         ("rnf_relay_remove", None, [engine, _U64]),
         ("rnf_relay_events", ctypes.c_size_t, [engine, ctypes.POINTER(_Event), ctypes.c_size_t]),
@@ -153,19 +154,18 @@ class Relay:
         self._lib.rnf_relay_info(self._engine, _ids(flows), out, len(flows))
         return out
 
-    def buffered(self, flows: Iterable[Flow]) -> dict[Flow, int]:
-        """Bytes waiting in each open flow's downlink pipe, for those that have some."""
-        open_flows = [flow for flow in flows if not flow.closed]
-        return {
-            flow: counters.down_buffered
-            for flow, counters in zip(open_flows, self.counters(open_flows), strict=True)
-            if counters.down_buffered
-        }
+    def demand(self, group: FlowGroup) -> dict[Flow, int]:
+        """Bytes waiting in the downlink pipes of the group's flows, for those that have some; looking re-arms
+        their data events."""
+        flows, ids = group.arrays()
+        indices, buffered = (ctypes.c_uint32 * len(flows))(), (_U64 * len(flows))()
+        found = self._lib.rnf_relay_demand(self._engine, ids, len(flows), indices, buffered)
+        return {flows[index]: amount for index, amount in zip(indices[:found], buffered[:found], strict=True)}
 
-    def queued(self, flows: Iterable[Flow], unsent_only: bool = False) -> int:
-        """What the UE sockets of the open flows hold, summed: SIOCOUTQ, or SIOCOUTQNSD when `unsent_only`."""
-        open_flows = [flow for flow in flows if not flow.closed]
-        return int(self._lib.rnf_relay_queued(self._engine, _ids(open_flows), len(open_flows), unsent_only))
+    def queued(self, group: FlowGroup, unsent_only: bool = False) -> int:
+        """What the UE sockets of the group's flows hold, summed: SIOCOUTQ, or SIOCOUTQNSD when `unsent_only`."""
+        flows, ids = group.arrays()
+        return int(self._lib.rnf_relay_queued(self._engine, ids, len(flows), unsent_only))
 
     def remove(self, flow: Flow) -> None:
         self._lib.rnf_relay_remove(self._engine, flow.id)
@@ -186,6 +186,38 @@ class Relay:
                     flow.ended()
             if count < EVENT_BATCH:
                 return
+
+
+class FlowGroup:
+    """An ordered set of flows (one UE's), with the array of ids the engine's batch calls take kept between
+    calls."""
+
+    def __init__(self) -> None:
+        self._flows: dict[Flow, None] = {}
+        self._arrays: tuple[list[Flow], ctypes.Array[_U64]] | None = None
+
+    def add(self, flow: Flow) -> None:
+        self._flows[flow] = None
+        self._arrays = None
+
+    def discard(self, flow: Flow) -> None:
+        self._flows.pop(flow, None)
+        self._arrays = None
+
+    def arrays(self) -> tuple[list[Flow], ctypes.Array[_U64]]:
+        if self._arrays is None:
+            flows = list(self._flows)
+            self._arrays = flows, _ids(flows)
+        return self._arrays
+
+    def __iter__(self) -> Iterator[Flow]:
+        return iter(self._flows)
+
+    def __len__(self) -> int:
+        return len(self._flows)
+
+    def __contains__(self, flow: object) -> bool:
+        return flow in self._flows
 
 
 class Direction:
