@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import zmq
 from rnf_cli.errors import UserError
 from rnf_telemetry.message import TelemetryMessage
 from rnf_telemetry.record import NullRecorder, Recorder
@@ -52,6 +53,7 @@ from rnf_proxy.smvs import Smvs, SmvsBank, SmvsConfig, resolve
 from rnf_proxy.tuning import KernelTuning
 
 OPEN_FILES = 65_536
+TELEMETRY_BURST = 8192  # messages taken per loop iteration at most
 TICK = Tick()
 log = logging.getLogger("rnf.proxy")
 UE_POOL = ipaddress.IPv4Network("172.16.0.0/24")
@@ -156,8 +158,10 @@ class Proxy:
                 self._interception.setup()
             self.loop.add_reader(self._listener.fileno(), self._accept)
             telemetry = config.telemetry
-            self._subscriber = Subscriber(telemetry.endpoint, topic_filter(telemetry.cell_id), curve=telemetry.curve())
-            self._spawn(self._telemetry_loop())
+            topic = topic_filter(telemetry.cell_id)
+            context = zmq.Context.instance()  # a plain socket watched by the loop (Subscriber.receive_ready)
+            self._subscriber = Subscriber(telemetry.endpoint, topic, context=context, curve=telemetry.curve())
+            self.loop.add_reader(self._subscriber.fd, self._telemetry_ready)
             self._tick_handle = self.loop.call_later(config.tick_s, self._tick, self.loop.time() + config.tick_s)
         except BaseException:
             await self.close()
@@ -189,6 +193,7 @@ class Proxy:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._subscriber is not None:
+            self.loop.remove_reader(self._subscriber.fd)
             self._subscriber.close()
             self._subscriber = None
         if self._listener is not None:
@@ -339,14 +344,19 @@ class Proxy:
 
     # -- control ----------------------------------------------------------------------------------------
 
-    async def _telemetry_loop(self) -> None:
-        assert self._subscriber is not None
-        while True:
-            messages = await self._subscriber.receive_burst()
+    def _telemetry_ready(self) -> None:
+        """Every message queued is one burst, handled in the loop iteration that saw it arrive."""
+        subscriber = self._subscriber
+        if subscriber is None:
+            return
+        messages = subscriber.receive_ready(TELEMETRY_BURST)
+        if messages:
             try:
                 self.on_telemetry(messages, self.loop.time())
             except Exception:  # a bad step must not end the subscription
                 log.exception("telemetry burst of %d messages failed", len(messages))
+        if subscriber.pending:  # ZMQ_FD fires once per arrival: what is still queued is taken now
+            self.loop.call_soon(self._telemetry_ready)
 
     def on_telemetry(self, messages: list[TelemetryMessage], now: float) -> None:
         """One burst of telemetry: one step for every UE it reports."""

@@ -158,6 +158,8 @@ class Relay:
         """Bytes waiting in the downlink pipes of the group's flows, for those that have some; looking re-arms
         their data events."""
         flows, ids = group.arrays()
+        if not flows:
+            return {}
         indices, buffered = (ctypes.c_uint32 * len(flows))(), (_U64 * len(flows))()
         found = self._lib.rnf_relay_demand(self._engine, ids, len(flows), indices, buffered)
         return {flows[index]: amount for index, amount in zip(indices[:found], buffered[:found], strict=True)}
@@ -165,6 +167,8 @@ class Relay:
     def queued(self, group: FlowGroup, unsent_only: bool = False) -> int:
         """What the UE sockets of the group's flows hold, summed: SIOCOUTQ, or SIOCOUTQNSD when `unsent_only`."""
         flows, ids = group.arrays()
+        if not flows:
+            return 0
         return int(self._lib.rnf_relay_queued(self._engine, ids, len(flows), unsent_only))
 
     def remove(self, flow: Flow) -> None:
