@@ -189,6 +189,25 @@ def step_cost(ues: int, steps: int) -> list[tuple[str, float, float, float]]:
     return rows
 
 
+def idle_step_cost(steps: int) -> list[tuple[str, float, float]]:
+    """(case, wall p50 ms, wall p99 ms) of one `smvs` step for one UE, back to back and after 10 ms idle (as
+    each telemetry period leaves the proxy's thread): what cold caches add to telemetry-to-decision."""
+    rows = []
+    for name, idle in (("back to back", 0.0), ("after 10 ms idle", 0.01)):
+        controllers = [Smvs(bank=SmvsBank(SmvsConfig(b_max_bytes=300_000)))]
+        sample = [RanSample(120_000, 25_000, 0.01, False, 300_000)]
+        wall = []
+        for k in range(steps + 100):
+            if idle:
+                time.sleep(idle)
+            started = time.perf_counter_ns()
+            step_many(controllers, sample, k * 0.01)
+            if k >= 100:  # after the warm-up
+                wall.append((time.perf_counter_ns() - started) / 1e6)
+        rows.append((name, percentile(wall, 0.5), percentile(wall, 0.99)))
+    return rows
+
+
 # -- telemetry to decision ---------------------------------------------------------------------------------
 
 
@@ -286,6 +305,10 @@ def main() -> None:
         )
         for name, p50, p99, wall in step_cost(1000, 1000):
             table.add_row(name, "1000", f"{p50:.2f}", f"{p99:.2f}", f"{wall:.2f}")
+        console.print(table)
+        table = Table("smvs, 1 UE", "wall p50 ms", "wall p99 ms", title="controller step, one UE")
+        for name, p50, p99 in idle_step_cost(500):
+            table.add_row(name, f"{p50:.3f}", f"{p99:.3f}")
         console.print(table)
     if args.only in (None, "latency"):
         table = Table("path", "UEs per burst", "p50 ms", "p99 ms", "max ms", title="telemetry to decision, loopback")
