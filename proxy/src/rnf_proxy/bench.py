@@ -118,8 +118,9 @@ async def _listening(namespace: str, port: int, timeout_s: float = 10.0) -> None
     raise RuntimeError(f"nothing listens on port {port} after {timeout_s:g} s")
 
 
-async def relay(seconds: float, repetitions: int) -> list[tuple[str, int, float, float]]:
-    """(path, flows, median Gbit/s, ratio to socat) for direct, socat and the proxy, interleaved."""
+async def relay(seconds: float, repetitions: int) -> list[tuple[str, int, float, float, float, float]]:
+    """(path, flows, median Gbit/s, median ratio to socat, lowest and highest ratio to the socat of the same
+    repetition) for direct, socat and the proxy, interleaved."""
     namespace = f"pxb-{uuid.uuid4().hex[:6]}"
     netns.run(None, ["ip", "netns", "add", namespace])
     server = None
@@ -151,7 +152,9 @@ async def relay(seconds: float, repetitions: int) -> list[tuple[str, int, float,
         rows = []
         for (name, flows), values in results.items():
             median = statistics.median(values)
-            rows.append((name, flows, median, median / statistics.median(results[("socat", flows)])))
+            socat = results[("socat", flows)]
+            ratios = [value / reference for value, reference in zip(values, socat, strict=True)]
+            rows.append((name, flows, median, median / statistics.median(socat), min(ratios), max(ratios)))
         return rows
     finally:
         if server is not None:
@@ -321,10 +324,15 @@ def main() -> None:
         console.print(table)
     if args.only in (None, "relay"):
         table = Table(
-            "path", "flows", "Gbit/s (median)", "x socat", title=f"relay throughput, iperf3 -R {args.seconds:g} s"
+            "path",
+            "flows",
+            "Gbit/s (median)",
+            "x socat (medians)",
+            "x socat, each repetition",
+            title=f"relay throughput, iperf3 -R {args.seconds:g} s, {args.repetitions} repetitions",
         )
-        for name, flows, gbps, ratio in asyncio.run(relay(args.seconds, args.repetitions)):
-            table.add_row(name, str(flows), f"{gbps:.2f}", f"{ratio:.2f}")
+        for name, flows, gbps, ratio, low, high in asyncio.run(relay(args.seconds, args.repetitions)):
+            table.add_row(name, str(flows), f"{gbps:.2f}", f"{ratio:.2f}", f"{low:.2f}-{high:.2f}")
         console.print(table)
 
 

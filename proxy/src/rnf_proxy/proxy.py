@@ -1,4 +1,5 @@
-"""The split proxy: listener, telemetry, per-UE aggregates and the step clock, in one asyncio loop.
+"""The split proxy: listener, telemetry, per-UE aggregates and the step clock in one asyncio loop; the bytes
+move in the relay engine's threads (`relay.py`).
 
 Python API (what `rnf proxy` and the experiment runner use):
 
@@ -267,17 +268,25 @@ class Proxy:
         self._configure_ue_socket(ue_sock)
         aggregate = self._aggregate(peer[0])
         assert self._relay is not None
-        flow = Flow(
-            self._relay,
-            ue_sock,
-            server_sock,
-            aggregate,
-            buffers.connection_bytes // 2,
-            target[1],
-            buffers.free_notsent_bytes,
-            controlled=aggregate.controls,
-            held=aggregate.decision.hold_wired,
-        )
+        try:
+            flow = Flow(
+                self._relay,
+                ue_sock,
+                server_sock,
+                aggregate,
+                buffers.connection_bytes // 2,
+                target[1],
+                buffers.free_notsent_bytes,
+                controlled=aggregate.controls,
+                held=aggregate.decision.hold_wired,
+            )
+        except OSError as error:  # no pipe or descriptor left
+            log.error("cannot relay a connection from %s:%d: %s", *peer, error.strerror or error)
+            self.counters["relay_failures"] += 1
+            for sock in (ue_sock, server_sock):
+                sockets.reset_on_close(sock)
+                sock.close()
+            return
         traffic_class = config.scheduling.classify(target[1])
         aggregate.add(flow, traffic_class.priority, traffic_class.tickets)
         self._flows += 1
