@@ -12,6 +12,7 @@ APT_PACKAGES := iproute2 iputils-ping ethtool iperf3 socat tcpdump nftables pyth
 	build-essential pkg-config libzmq3-dev influxdb gnuradio python3-zmq python3-pytest curl
 CARGO := $(shell command -v cargo || echo $$HOME/.cargo/bin/cargo)
 DATAPATH := virtual-cell/datapath/target/release/rnf-cell-dp
+RELAY := proxy/relay/target/release/librnf_relay.so
 STAMP := .make
 
 .PHONY: help setup system-packages python rust lock demo test lint bench clean
@@ -21,7 +22,7 @@ help:
 	@echo "make test    install everything, then run the test suite (as root: it builds network namespaces)"
 	@echo "make bench   the benchmarks behind docs/benchmarks.md"
 
-setup: $(STAMP)/system $(STAMP)/python $(DATAPATH)
+setup: $(STAMP)/system $(STAMP)/python $(DATAPATH) $(RELAY)
 
 system-packages: $(STAMP)/system
 $(STAMP)/system:
@@ -44,9 +45,12 @@ $(UV): $(STAMP)/system
 lock: | $(UV)
 	$(UV) lock --python $(PYTHON_SYSTEM)
 
-rust: $(DATAPATH)
+rust: $(DATAPATH) $(RELAY)
 $(DATAPATH): $(STAMP)/system $(shell find virtual-cell/datapath/src -name '*.rs' 2>/dev/null) virtual-cell/datapath/Cargo.toml
 	$(CARGO) build --release --locked --quiet --manifest-path virtual-cell/datapath/Cargo.toml
+
+$(RELAY): $(STAMP)/system $(shell find proxy/relay/src -name '*.rs' 2>/dev/null) proxy/relay/Cargo.toml
+	$(CARGO) build --release --locked --quiet --manifest-path proxy/relay/Cargo.toml
 
 # A short reproduction 1 (paper 000 Fig. 11): smvs against itcp at three bandwidth-variation periods.
 demo: setup
@@ -56,6 +60,7 @@ demo: setup
 # The bridge's tests need GNU Radio, which only Debian's interpreter imports (zmq-bridge/README.md).
 test: setup
 	$(CARGO) test --release --locked --quiet --manifest-path virtual-cell/datapath/Cargo.toml
+	$(CARGO) test --release --locked --quiet --manifest-path proxy/relay/Cargo.toml
 	$(PYTHON_SYSTEM) -m pytest -q zmq-bridge/tests
 	$(VENV)/bin/python -m pytest -q
 
@@ -69,4 +74,4 @@ bench: setup
 	$(VENV)/bin/python -m rnf_proxy.bench
 
 clean:
-	rm -rf $(STAMP) $(VENV) $(TOOLS) virtual-cell/datapath/target
+	rm -rf $(STAMP) $(VENV) $(TOOLS) virtual-cell/datapath/target proxy/relay/target
