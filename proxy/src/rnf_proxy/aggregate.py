@@ -13,9 +13,10 @@
   receive window, a lost telemetry step that starts two steps at once), the release shrinks instead of the
   kernel's backlog growing without bound. The sockets are paced at 1.1 w(k)/Ts (SO_MAX_PACING_RATE, TCP's
   internal pacing), so the step's bytes are spread over the step rather than sent as a burst, with a tenth of
-  the step to spare for the jitter of the step clock. A step with w(k) = 0 leaves the pacing rate alone: the
-  kernel lowers its pacing rate at once but raises it only on the next ACK, so a rate cut to nothing would hold
-  back the first steps after an outage, when nothing is in flight to bring ACKs.
+  the step to spare for the jitter of the step clock, and never below 10 segments per step. A step with
+  w(k) = 0 leaves the pacing rate alone: the kernel lowers its pacing rate at once but raises it only on the
+  next ACK, so a rate cut to nothing (or to a trickle) would hold back the steps after it, when too little is in
+  flight to bring ACKs.
 - `hold_wired` stops reading from the servers, so their receive windows close (paper 004's link stall).
 
 Connections share an allowance by stride scheduling with priorities (`scheduler.py`). In `WINDOW` and `QUOTA`
@@ -36,6 +37,10 @@ from rnf_proxy.relay import Flow, FlowGroup, Relay
 from rnf_proxy.scheduler import StrideScheduler
 
 QUOTA_PACING_HEADROOM = 1.1
+# A tiny quota must not set a tiny pacing rate: the kernel applies a lower rate at once, but a higher one only
+# from the next ACK, and the next departure is already scheduled by the low rate (1 segment/s seen in runs).
+# Pacing only spreads bytes; the release bounds them, so pacing at least 10 segments per step costs nothing.
+QUOTA_PACING_FLOOR_BYTES = 10 * 1448
 log = logging.getLogger("rnf.proxy")
 
 
@@ -142,7 +147,8 @@ class Aggregate:
 
     def _start_step(self) -> None:
         decision = self.decision
-        rate = QUOTA_PACING_HEADROOM * decision.limit / decision.step_s
+        paced = max(decision.limit, QUOTA_PACING_FLOOR_BYTES)
+        rate = QUOTA_PACING_HEADROOM * paced / decision.step_s
         if decision.limit > 0 and rate != self.quota_pacing:
             self.quota_pacing = rate
             for flow in self.flows:
