@@ -16,16 +16,17 @@ RUST_APT_PACKAGES := cargo-web rustc-web
 # Expanded when a recipe runs, so that a cargo installed by $(STAMP)/system is found.
 CARGO = $(shell command -v cargo || echo $$HOME/.cargo/bin/cargo)
 DATAPATH := virtual-cell/datapath/target/release/rnf-cell-dp
+RELAY := proxy/relay/target/release/librnf_relay.so
 STAMP := .make
 
 .PHONY: help setup system-packages python rust lock demo test lint bench clean
 
 help:
-	@echo "make demo    install everything, then run a short closed-loop experiment on the virtual cell"
+	@echo "make demo    install everything, then run a short reproduction of paper 000 Fig. 11 on the virtual cell"
 	@echo "make test    install everything, then run the test suite (as root: it builds network namespaces)"
 	@echo "make bench   the benchmarks behind docs/benchmarks.md"
 
-setup: $(STAMP)/system $(STAMP)/python $(DATAPATH)
+setup: $(STAMP)/system $(STAMP)/python $(DATAPATH) $(RELAY)
 
 system-packages: $(STAMP)/system
 $(STAMP)/system:
@@ -48,16 +49,22 @@ $(UV): $(STAMP)/system
 lock: | $(UV)
 	$(UV) lock --python $(PYTHON_SYSTEM)
 
-rust: $(DATAPATH)
+rust: $(DATAPATH) $(RELAY)
 $(DATAPATH): $(STAMP)/system $(shell find virtual-cell/datapath/src -name '*.rs' 2>/dev/null) virtual-cell/datapath/Cargo.toml
 	$(CARGO) build --release --locked --quiet --manifest-path virtual-cell/datapath/Cargo.toml
 
+$(RELAY): $(STAMP)/system $(shell find proxy/relay/src -name '*.rs' 2>/dev/null) proxy/relay/Cargo.toml
+	$(CARGO) build --release --locked --quiet --manifest-path proxy/relay/Cargo.toml
+
+# A short reproduction 1 (paper 000 Fig. 11): smvs against itcp at three bandwidth-variation periods.
 demo: setup
-	$(RNF) run experiments/scenarios/demo.toml
+	$(RNF) run experiments/scenarios/papers/fig11-period.toml --set duration_s=6 --set 'sweep.values=[0.04, 0.4, 4]' \
+		--output results
 
 # The bridge's tests need GNU Radio, which only Debian's interpreter imports (zmq-bridge/README.md).
 test: setup
 	$(CARGO) test --release --locked --quiet --manifest-path virtual-cell/datapath/Cargo.toml
+	$(CARGO) test --release --locked --quiet --manifest-path proxy/relay/Cargo.toml
 	$(PYTHON_SYSTEM) -m pytest -q zmq-bridge/tests
 	$(VENV)/bin/python -m pytest -q
 
@@ -71,4 +78,4 @@ bench: setup
 	$(VENV)/bin/python -m rnf_proxy.bench
 
 clean:
-	rm -rf $(STAMP) $(VENV) $(TOOLS) virtual-cell/datapath/target
+	rm -rf $(STAMP) $(VENV) $(TOOLS) virtual-cell/datapath/target proxy/relay/target

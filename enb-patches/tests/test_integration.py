@@ -1,4 +1,7 @@
-"""The patched srsenb on the real stack: srsepc, srsenb and srsue on the ZeroMQ radio, telemetry read by `rnf`.
+"""The patched srsenb on the real stack: srsepc, srsenb and srsue on the ZeroMQ radio, telemetry read by `rnf`;
+`rnf run` on the `srsran` cell kind; two srsue through the GNU Radio bridge (`srsran-zmq`).
+
+The stack is started by `rnf_experiments.cells.stack`, the launcher `rnf run`'s srsRAN cells use.
 
 All three run in a network namespace of their own, `<prefix>-core`: S1 on its loopback (through the SCTP-over-UDP
 shim where the kernel has no SCTP), the ZeroMQ radio, the telemetry socket (tcp://127.0.0.1:5555) and srsepc's SGi
@@ -15,15 +18,12 @@ Environment:
 
 from __future__ import annotations
 
-import errno
+import asyncio
 import itertools
 import json
 import math
 import os
-import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,75 +31,35 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rnf_bridge import client as bridge_client
+from rnf_experiments.cells import stack as srs_stack
+from rnf_experiments.cells.spec import SrsranZmqCellSpec, ZmqUeSpec
+from rnf_experiments.cells.srsran import SrsranCell
+from rnf_experiments.cells.stack import (
+    DRB_LCID,
+    Radio,
+    SrsranBuild,
+    StackConfig,
+    StackError,
+    find_build,
+    ue_ip,
+    wait_for,
+)
+from rnf_telemetry.record import FileRecorder
+from rnf_telemetry.transport import Subscriber
 
-REPO = Path(__file__).resolve().parents[2]
-SHIM_SOURCE = REPO.parent / "shared" / "tools" / "sctp-udp-shim" / "sctpshim.c"
 RNF = Path(sys.executable).parent / "rnf"
+REPO = Path(__file__).resolve().parents[2]
 TELEMETRY_ENDPOINT = "tcp://127.0.0.1:5555"
-UE_IP = "172.16.0.2"
-SGI_IP = "172.16.0.1"
-DRB_LCID = 3
-# base_srate equal to the sample rate of the cell's PRB count (the shim's README: less CPU, less ZeroMQ traffic).
-SAMPLE_RATE = {6: 1.92e6, 15: 3.84e6, 25: 5.76e6, 50: 11.52e6, 100: 23.04e6}
-
-
-@dataclass(frozen=True)
-class SrsranBuild:
-    """Binaries of a patched build, and the source tree its example configurations come from."""
-
-    build: Path
-    source: Path
-
-    @property
-    def srsenb(self) -> Path:
-        return self.build / "srsenb" / "src" / "srsenb"
-
-    @property
-    def srsue(self) -> Path:
-        return self.build / "srsue" / "src" / "srsue"
-
-    @property
-    def srsepc(self) -> Path:
-        return self.build / "srsepc" / "src" / "srsepc"
-
-
-def _find_build() -> SrsranBuild | str:
-    """The build named by SRSRAN_BUILD, or why the integration tests cannot run."""
-    value = os.environ.get("SRSRAN_BUILD")
-    if not value:
-        return "SRSRAN_BUILD is not set (a srsRAN_4G build with the enb-patches series applied)"
-    build = Path(value)
-    cache = build / "CMakeCache.txt"
-    if not cache.is_file():
-        return f"SRSRAN_BUILD={build}: no CMakeCache.txt, not a cmake build tree"
-    match = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", cache.read_text(), re.MULTILINE)
-    if match is None:
-        return f"{cache}: no CMAKE_HOME_DIRECTORY"
-    found = SrsranBuild(build=build, source=Path(match[1]))
-    for binary in (found.srsenb, found.srsue, found.srsepc):
-        if not os.access(binary, os.X_OK):
-            return f"SRSRAN_BUILD={build}: {binary} is not built (make srsenb srsue srsepc)"
-    help_text = subprocess.run([str(found.srsenb), "--help"], capture_output=True, text=True, timeout=30).stdout
-    if "telemetry.enable" not in help_text:
-        return f"SRSRAN_BUILD={build}: its srsenb has no [telemetry] options (the enb-patches series is not applied)"
-    return found
-
-
-def _kernel_has_sctp() -> bool:
-    try:
-        socket.socket(socket.AF_INET, socket.SOCK_SEQPACKET, socket.IPPROTO_SCTP).close()
-    except OSError as error:
-        if error.errno in (errno.EPROTONOSUPPORT, errno.ESOCKTNOSUPPORT, errno.EAFNOSUPPORT):
-            return False
-        raise
-    return True
+UE_IP = ue_ip(0)
 
 
 @pytest.fixture(scope="session")
 def srsran_build() -> SrsranBuild:
-    found = _find_build()
+    found = find_build(os.environ.get("SRSRAN_BUILD"))
     if isinstance(found, str):
         pytest.skip(found)
     return found
@@ -108,38 +68,14 @@ def srsran_build() -> SrsranBuild:
 @pytest.fixture(scope="session")
 def sctp_preload(tmp_path_factory: pytest.TempPathFactory) -> str | None:
     """The LD_PRELOAD value srsepc and srsenb need for S1: None where the kernel has SCTP."""
-    if _kernel_has_sctp():
-        return None
-    if os.environ.get("SCTPSHIM"):
-        shim = Path(os.environ["SCTPSHIM"])
-        if not shim.is_file():
-            pytest.fail(f"SCTPSHIM={shim}: no such file")
-        return str(shim)
-    if not SHIM_SOURCE.is_file():
-        pytest.fail(f"the kernel has no SCTP, SCTPSHIM is not set and {SHIM_SOURCE} does not exist")
-    shim = tmp_path_factory.mktemp("sctpshim") / "libsctpshim.so"
-    subprocess.run(
-        ["gcc", "-O2", "-Wall", "-fPIC", "-shared", "-o", str(shim), str(SHIM_SOURCE), "-ldl", "-lpthread"],
-        check=True,
-    )
-    return str(shim)
+    try:
+        return srs_stack.sctp_preload(os.environ.get("SCTPSHIM"), tmp_path_factory.mktemp("sctpshim"))
+    except StackError as error:
+        pytest.fail(str(error))
 
 
-def _wait_for(path: Path, pattern: str, timeout_s: float, process: subprocess.Popen[bytes]) -> re.Match[str]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        text = path.read_text(errors="replace") if path.exists() else ""
-        match = re.search(pattern, text)
-        if match:
-            return match
-        if process.poll() is not None:
-            raise RuntimeError(f"{path.name}: exited with {process.returncode} before '{pattern}':\n{text[-3000:]}")
-        time.sleep(0.2)
-    raise TimeoutError(f"{path.name}: no '{pattern}' after {timeout_s} s:\n{path.read_text(errors='replace')[-3000:]}")
-
-
-class SrsStack:
-    """srsepc, srsenb and srsue on the ZeroMQ radio, in namespaces of their own, until `stop()`."""
+class SrsStack(srs_stack.SrsStack):
+    """One srsue wired to srsenb (the direct radio), in namespaces with a per-test prefix, and iperf3 downloads."""
 
     def __init__(
         self,
@@ -149,203 +85,26 @@ class SrsStack:
         telemetry_period_ms: int | None,
         n_prb: int = 25,
     ) -> None:
-        self.build = build
-        self.preload = preload
-        self.workdir = workdir
-        self.telemetry_period_ms = telemetry_period_ms
-        self.n_prb = n_prb
         prefix = "tlm" + uuid.uuid4().hex[:6]
-        self.core_ns = f"{prefix}-core"
-        self.ue_ns = f"{prefix}-ue"
-        self.processes: dict[str, subprocess.Popen[bytes]] = {}
-        self.rnti = 0
-
-    # --- configuration -------------------------------------------------------------------------------------
-
-    def _write_configs(self) -> None:
-        w = self.workdir
-        for name in ("sib", "rr", "rb"):
-            shutil.copy(self.build.source / "srsenb" / f"{name}.conf.example", w / f"{name}.conf")
-        rate = SAMPLE_RATE[self.n_prb]
-        telemetry = (
-            f"[telemetry]\nenable = true\nzmq_endpoint = {TELEMETRY_ENDPOINT}\nperiod_ms = {self.telemetry_period_ms}\n"
-            if self.telemetry_period_ms is not None
-            else "[telemetry]\nenable = false\n"
+        self.core_ns, self.ue_ns = f"{prefix}-core", f"{prefix}-ue"
+        super().__init__(
+            StackConfig(
+                build=build,
+                workdir=workdir,
+                core_ns=self.core_ns,
+                ue_namespaces=(self.ue_ns,),
+                radio=Radio.direct(n_prb),
+                preload=preload,
+                n_prb=n_prb,
+                telemetry_endpoint=TELEMETRY_ENDPOINT if telemetry_period_ms is not None else None,
+                telemetry_period_ms=telemetry_period_ms or 10,
+            )
         )
-        (w / "enb.conf").write_text(
-            f"""[enb]
-enb_id = 0x19B
-mcc = 001
-mnc = 01
-mme_addr = 127.0.1.100
-gtp_bind_addr = 127.0.1.1
-s1c_bind_addr = 127.0.1.1
-s1c_bind_port = 0
-n_prb = {self.n_prb}
-
-[enb_files]
-sib_config = {w / "sib.conf"}
-rr_config = {w / "rr.conf"}
-rb_config = {w / "rb.conf"}
-
-[rf]
-device_name = zmq
-device_args = fail_on_disconnect=true,tx_port=tcp://127.0.0.1:2000,rx_port=tcp://127.0.0.1:2001,id=enb,base_srate={rate}
-tx_gain = 80
-rx_gain = 40
-
-[log]
-all_level = warning
-filename = {w / "enb.log"}
-
-{telemetry}
-[expert]
-# keep the UE connected (and its RNTI) through the test; srsRAN's default releases it after 30 s idle
-rrc_inactivity_timer = 3600000
-"""
-        )
-        (w / "ue.conf").write_text(
-            f"""[rf]
-device_name = zmq
-device_args = tx_port=tcp://127.0.0.1:2001,rx_port=tcp://127.0.0.1:2000,id=ue,base_srate={rate}
-tx_gain = 80
-rx_gain = 40
-
-[rat.eutra]
-dl_earfcn = 3350
-nof_carriers = 1
-
-[log]
-all_level = warning
-filename = {w / "ue.log"}
-
-[usim]
-mode = soft
-algo = milenage
-opc = 63BFA50EE6523365FF14C1F45F88737D
-k = 00112233445566778899aabbccddeeff
-imsi = 001010123456780
-imei = 353490069873319
-
-[gw]
-netns = {self.ue_ns}
-ip_devname = tun_srsue
-"""
-        )
-        (w / "epc.conf").write_text(
-            f"""[mme]
-mme_code = 0x1a
-mme_group = 0x0001
-tac = 0x0007
-mcc = 001
-mnc = 01
-mme_bind_addr = 127.0.1.100
-apn = srsapn
-dns_addr = 127.0.0.1
-encryption_algo = EEA0
-integrity_algo = EIA1
-paging_timer = 2
-
-[hss]
-db_file = {w / "user_db.csv"}
-
-[spgw]
-gtpu_bind_addr = 127.0.1.100
-sgi_if_addr = {SGI_IP}
-sgi_if_name = srs_spgw_sgi
-max_paging_queue = 100
-
-[log]
-all_level = warning
-filename = {w / "epc.log"}
-"""
-        )
-        # QCI 9: the default bearer on RLC AM (rb.conf), where the queue has retransmissions; a static UE address.
-        (w / "user_db.csv").write_text(
-            "ue1,mil,001010123456780,00112233445566778899aabbccddeeff,opc,"
-            f"63bfa50ee6523365ff14c1f45f88737d,8000,000000001234,9,{UE_IP}\n"
-        )
-
-    # --- life cycle ----------------------------------------------------------------------------------------
-
-    def _start(self, name: str, argv: list[str], preload: bool) -> subprocess.Popen[bytes]:
-        env = dict(os.environ)
-        if preload and self.preload:
-            env["LD_PRELOAD"] = self.preload
-        out = (self.workdir / f"{name}.out").open("wb")
-        process = subprocess.Popen(
-            ["ip", "netns", "exec", self.core_ns, *argv],
-            cwd=self.workdir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        self.processes[name] = process
-        return process
-
-    def start(self) -> None:
-        self._write_configs()
-        for ns in (self.core_ns, self.ue_ns):
-            subprocess.run(["ip", "netns", "add", ns], check=True)
-            subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
-        w = self.workdir
-        epc = self._start("epc", [str(self.build.srsepc), str(w / "epc.conf")], preload=True)
-        _wait_for(w / "epc.out", r"SP-GW Initialized", 30, epc)
-        enb = self._start("enb", [str(self.build.srsenb), str(w / "enb.conf")], preload=True)
-        _wait_for(w / "enb.out", r"eNodeB started", 60, enb)
-        ue = self._start("ue", [str(self.build.srsue), str(w / "ue.conf")], preload=False)
-        _wait_for(w / "ue.out", r"Network attach successful\. IP: " + re.escape(UE_IP), 120, ue)
-        self.rnti = int(_wait_for(w / "enb.out", r"User (0x[0-9a-f]+) connected", 30, enb)[1], 16)
-
-    def stop(self) -> None:
-        for name in ("ue", "enb", "epc"):
-            process = self.processes.get(name)
-            if process is None or process.poll() is not None:
-                continue
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-        for ns in (self.ue_ns, self.core_ns):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-
-    def __enter__(self) -> SrsStack:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # --- measurements --------------------------------------------------------------------------------------
+        self.workdir = workdir
 
     @property
-    def enb_pid(self) -> int:
-        """srsenb's own pid (`ip netns exec` execs it, so the Popen pid is srsenb's)."""
-        return self.processes["enb"].pid
-
-    def ue_rx_bytes(self) -> int:
-        """The UE kernel's count of bytes received on its TUN (IP packets, headers included)."""
-        out = subprocess.run(
-            ["ip", "-n", self.ue_ns, "-s", "-j", "link", "show", "dev", "tun_srsue"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        return int(json.loads(out)[0]["stats64"]["rx"]["bytes"])
-
-    def ping_ue(self, count: int = 3) -> None:
-        subprocess.run(
-            ["ip", "netns", "exec", self.core_ns, "ping", "-c", str(count), "-i", "0.3", "-W", "2", UE_IP],
-            check=True,
-            capture_output=True,
-        )
+    def rnti(self) -> int:
+        return self.rntis[0]
 
     def iperf_to_ue(self, seconds: float, udp_rate: str | None = None) -> subprocess.Popen[str]:
         """Starts a download from the SGi side to the UE (iperf3 server on the UE); TCP unless `udp_rate`."""
@@ -441,7 +200,7 @@ class TelemetryListener:
             stderr=subprocess.STDOUT,
             env={**os.environ, "COLUMNS": "250"},
         )
-        _wait_for(self.stdout_path, r"seq=", 30, self.process)
+        wait_for(self.stdout_path, r"seq=", 30, self.process)
 
     def stop(self) -> tuple[list[str], list[Sample]]:
         self.process.send_signal(signal.SIGINT)
@@ -575,6 +334,169 @@ def test_srsenb_cpu_with_and_without_telemetry(stack_factory: Callable[..., SrsS
     # cost alone is about 2 % of a core on a virtual machine: only a bound against a runaway loop there.
     assert max(own for _, own in results["10 ms"]) < 2.0
     assert max(own for _, own in results["1 ms"]) < 5.0
+
+
+RUN_S = 12
+
+
+@pytest.mark.root
+@pytest.mark.timeout(900)
+def test_rnf_run_on_the_srsran_cell_compares_smvs_with_cubic(
+    srsran_build: SrsranBuild, sctp_preload: str | None, tmp_path: Path
+) -> None:
+    """`rnf run experiments/scenarios/srsran-smvs.toml`, shortened: the results folder has both arms, utilization
+    figures that are numbers, and each run's queue series (the `telemetry` and `cell` measurements)."""
+    scenario = REPO / "experiments" / "scenarios" / "srsran-smvs.toml"
+    prefix = "run" + uuid.uuid4().hex[:5]
+    env = {**os.environ, "SRSRAN_BUILD": str(srsran_build.build), "COLUMNS": "120"}
+    if sctp_preload:
+        env["SCTPSHIM"] = sctp_preload
+    command = [str(RNF), "run", str(scenario), "--set", f"duration_s={RUN_S}", "--set"]
+    command += [f"cell.namespace_prefix={prefix}", "--output", str(tmp_path)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=800)
+    print("\n$ rnf run experiments/scenarios/srsran-smvs.toml --set duration_s=12 ...\n" + result.stdout[-3000:])
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    (results,) = tmp_path.glob("*-srsran-smvs")
+    summary = json.loads((results / "summary.json").read_text())
+    assert set(summary["arms"]) == {"smvs", "cubic"}
+    for arm, values in summary["arms"].items():
+        assert isinstance(values["utilization"], float) and 0 < values["utilization"] <= 1.2, (arm, values)
+        assert values["queue_p95_bytes"] > 0, (arm, values)
+    q0 = []
+    for run in ("0-smvs", "0-cubic"):
+        lines = (results / "runs" / run / "series.lp").read_text().splitlines()
+        queue = [line for line in lines if line.startswith("telemetry,") and "queue_bytes=" in line]
+        cells = [line for line in lines if line.startswith("cell,") and "capacity_bytes=" in line]
+        assert len(queue) > RUN_S * 50 and len(cells) == len(queue), (run, len(queue), len(cells))
+        q0 += [int(line.split("q0_bytes=")[1].split("i")[0]) for line in lines if "q0_bytes=" in line]
+    assert q0 and set(q0) == {64000}, "smvs did not run on the eNB's telemetry with the scenario's q0"
+    for arm in ("smvs", "cubic"):
+        values = summary["arms"][arm]
+        print(
+            f"{arm}: utilization {values['utilization']:.3f}, goodput {values['goodput_mbps']:.2f} Mbit/s, queue p50 "
+            f"{values['queue_p50_bytes'] / 1000:.1f} kB (q0 = 64 kB), p95 {values['queue_p95_bytes'] / 1000:.1f} kB"
+        )
+
+
+@dataclass(frozen=True)
+class Period:
+    """One telemetry period of a UE's data bearer, with the wall time it arrived."""
+
+    received_ns: int
+    tti: int
+    grant_ttis: int
+    sched_bytes: int
+    period_us: int
+    mcs: float
+    cqi: float
+
+
+def _window(periods: list[Period], start_ns: int, end_ns: int) -> dict[str, float]:
+    """Mean MCS and CQI (over granted TTIs, and periods), bytes per granted TTI and scheduled Mbit/s in a window."""
+    inside = [p for p in periods if start_ns <= p.received_ns < end_ns]
+    grants = sum(p.grant_ttis for p in inside)
+    cqis = [p.cqi for p in inside if not math.isnan(p.cqi)]
+    return {
+        "mcs": sum(p.mcs * p.grant_ttis for p in inside if p.grant_ttis) / grants,
+        "cqi": sum(cqis) / len(cqis),
+        "bytes_per_grant": sum(p.sched_bytes for p in inside) / grants,
+        "mbps": 8 * sum(p.sched_bytes for p in inside) / sum(p.period_us for p in inside),
+    }
+
+
+@pytest.mark.root
+@pytest.mark.timeout(900)
+def test_two_ues_through_the_bridge_a_10_db_step_lowers_one_ues_mcs_and_rate_only(
+    srsran_build: SrsranBuild, sctp_preload: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """srsepc, srsenb, the bridge and two srsue (`srsran-zmq`, 15 PRB): both attach; with both downlinks backlogged
+    (UDP above the cell's rate), ue2's gain steps down 10 dB over the bridge's control socket. ue2's MCS and scheduled
+    rate fall within a second; ue1's stay. SNR at 0 dB: the UEs' downlink input is about 56-64 dBFS (`rnf bridge
+    status`), so noise at 42 dBFS puts CQI near 13, below its ceiling, where 10 dB shows."""
+    spec = SrsranZmqCellSpec(
+        kind="srsran-zmq",
+        namespace_prefix="brg" + uuid.uuid4().hex[:5],
+        n_prb=15,
+        enb_noise_dbfs=16,
+        ues=[ZmqUeSpec(gain_db=0, noise_dbfs=42), ZmqUeSpec(gain_db=0, noise_dbfs=42)],
+    )
+    monkeypatch.setenv("SRSRAN_BUILD", str(srsran_build.build))
+    if sctp_preload:
+        monkeypatch.setenv("SCTPSHIM", sctp_preload)
+    periods: dict[str, list[Period]] = {ue_ip(0): [], ue_ip(1): []}
+    settle_s, before_s, after_s = 3.0, 6.0, 6.0
+
+    async def run() -> tuple[int, dict[str, Any], dict[str, Any]]:
+        recorder = FileRecorder(tmp_path / "series.lp")
+        cell = SrsranCell(spec, tmp_path / "cell", recorder)
+        async with cell:
+            subscriber = Subscriber(cell.telemetry_endpoint)
+            servers, clients = [], []
+            for index in range(2):
+                server = ["ip", "netns", "exec", cell.names.ue(index), "iperf3", "-s", "-1", "-B", ue_ip(index)]
+                servers.append(subprocess.Popen(server, stdout=subprocess.DEVNULL))
+            time.sleep(0.5)
+            for index in range(2):
+                client = ["ip", "netns", "exec", cell.names.core, "iperf3", "-c", ue_ip(index), "-u", "-b", "8M"]
+                client += ["-l", "1400", "-t", str(settle_s + before_s + after_s + 2)]  # above 15 PRB's rate for one UE
+                clients.append(subprocess.Popen(client, stdout=subprocess.DEVNULL))
+
+            async def collect(seconds: float) -> None:
+                deadline = time.monotonic() + seconds
+                while time.monotonic() < deadline:
+                    try:
+                        burst = await asyncio.wait_for(subscriber.receive_burst(), 1.0)
+                    except TimeoutError:
+                        continue
+                    now = time.time_ns()
+                    for m in burst:
+                        if m.lcid == DRB_LCID and m.ue_ip in periods:
+                            periods[m.ue_ip].append(
+                                Period(now, m.tti, m.dl_grant_ttis, m.sched_bytes, m.period_us, m.mean_mcs, m.mean_cqi)
+                            )
+
+            await collect(settle_s + before_s)
+            reply = bridge_client.request(cell.bridge_control, {"command": "set_gain", "ue": "ue2", "gain_db": -10})
+            step_ns = time.time_ns()
+            await collect(after_s)
+            status = bridge_client.request(cell.bridge_control, {"command": "status"})
+            subscriber.close()
+            for process in clients + servers:
+                process.kill()
+                process.wait()
+        recorder.close()
+        return step_ns, reply, status
+
+    step_ns, reply, status = asyncio.run(run())
+    second = 1_000_000_000
+    before = {ip: _window(p, step_ns - int(before_s * second), step_ns) for ip, p in periods.items()}
+    after = {ip: _window(p, step_ns + second, step_ns + int(after_s * second)) for ip, p in periods.items()}
+    print(
+        f"\nbridge: ue2's gain -10 dB from sample {reply['at_sample']}; "
+        f"{status['stream_time_s']:.1f} s of samples in {status['wall_time_s']:.1f} s"
+    )
+    for ip, name in ((ue_ip(0), "ue1"), (ue_ip(1), "ue2")):
+        b, a = before[ip], after[ip]
+        print(
+            f"{name} ({ip}): MCS {b['mcs']:.1f} -> {a['mcs']:.1f}, CQI {b['cqi']:.1f} -> {a['cqi']:.1f}, "
+            f"bytes per granted TTI {b['bytes_per_grant']:.0f} -> {a['bytes_per_grant']:.0f}, "
+            f"scheduled {b['mbps']:.2f} -> {a['mbps']:.2f} Mbit/s (6 s before the step, 1-6 s after)"
+        )
+    ue2 = periods[ue_ip(1)]
+    threshold = before[ue_ip(1)]["mcs"] - 3
+    first = next(p for p in ue2 if p.received_ns > step_ns and p.grant_ttis and p.mcs < threshold)
+    tti_at_step = max(p.tti for p in ue2 if p.received_ns <= step_ns)  # the end of the last period before it
+    print(
+        f"ue2's first period with MCS below {threshold:.1f}: {(first.received_ns - step_ns) / 1e6:.0f} ms after the "
+        f"step ({first.tti - tti_at_step} TTIs of the eNB)"
+    )
+    assert first.received_ns - step_ns < second
+    assert after[ue_ip(1)]["mcs"] <= before[ue_ip(1)]["mcs"] - 3
+    assert after[ue_ip(1)]["bytes_per_grant"] < 0.8 * before[ue_ip(1)]["bytes_per_grant"]
+    assert after[ue_ip(1)]["mbps"] < before[ue_ip(1)]["mbps"]
+    assert abs(after[ue_ip(0)]["mcs"] - before[ue_ip(0)]["mcs"]) <= 1
+    assert abs(after[ue_ip(0)]["bytes_per_grant"] / before[ue_ip(0)]["bytes_per_grant"] - 1) <= 0.15
 
 
 def _skip_reason(env: dict[str, str], cwd: Path) -> str:

@@ -26,3 +26,20 @@ def test_jain_fairness_bounds():
     assert metrics.jain_fairness([5, 5, 5, 5]) == pytest.approx(1.0)
     assert metrics.jain_fairness([8, 0, 0, 0]) == pytest.approx(0.25)
     assert metrics.jain_fairness([3, 1]) == pytest.approx(16 / 20)
+
+
+def test_band_membership_and_fraction_after_reaching():
+    # q0 = 100, band 10: 50 and 80 are outside (reaching), then 95 in, 120 out, 105 in, 100 in
+    inside = metrics.band_membership([50, 80, 95, 120, 105, 100], [100] * 6, [10] * 6)
+    assert inside.tolist() == [False, False, True, False, True, True]
+    assert metrics.band_fraction(inside) == pytest.approx(3 / 4)  # counted from the first step inside
+    assert math.isnan(metrics.band_fraction([False, False]))
+
+
+def test_band_membership_is_false_without_a_reference():
+    assert metrics.band_membership([100], [math.nan], [10]).tolist() == [False]
+
+
+def test_settling_time_is_first_entry_into_the_band():
+    assert metrics.settling_time_s([10.0, 10.5, 11.25, 12.0], [False, False, True, False], 10.0) == pytest.approx(1.25)
+    assert math.isnan(metrics.settling_time_s([1.0], [False], 0.0))

@@ -21,6 +21,8 @@ def test_short_run_writes_a_complete_results_folder(tmp_path):
         f"cell.namespace_prefix='{prefix}'",
         "cell.telemetry.endpoint='tcp://127.0.0.1:5571'",
         "arms=[{name='cubic'}, {name='smvs', kind='proxy', controller={kind='smvs'}}]",
+        "traffic=[{kind='bulk'}, {kind='upload', bytes=300000, start_s=1}, "
+        "{kind='web', objects_bytes=[51500, 120000], parallel=2, start_s=0.5}]",
     ]
     scenario, raw = load_scenario(SCENARIOS / "proxy-smoke.toml", overrides)
     results = run_scenario(scenario, raw, overrides, tmp_path)
@@ -32,8 +34,13 @@ def test_short_run_writes_a_complete_results_folder(tmp_path):
     for arm in ("cubic", "smvs"):
         values = summary["arms"][arm]
         assert 0.5 < values["utilization"] <= 1.0
-        assert values["goodput_mbps"] > 1 and values["flows_complete"] == 1
+        assert values["goodput_mbps"] > 1 and values["flows"] == 3 and values["flows_complete"] == 3
+        assert values["ttsu_s"] > 0  # the upload and the web page: fixed sizes that completed
     assert (results / "plots" / "throughput-delay.png").stat().st_size > 0
+    kinds = {t["kind"]: t for t in summary["runs"][0]["transfers"]}
+    assert set(kinds) == {"bulk", "upload", "web"}
+    assert kinds["upload"]["bytes"] == 300_000 and kinds["web"]["bytes"] == 171_500
+    assert summary["runs"][0]["netstat"]["ue1"]["out_segments"] > 0  # the upload's sender
     measurements = {point.measurement for point in read(results / "runs" / "0-smvs" / "series.lp")}
     assert {"cell", "telemetry", "flow", "controller"} <= measurements
     assert "controller" not in {point.measurement for point in read(results / "runs" / "0-cubic" / "series.lp")}

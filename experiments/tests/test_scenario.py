@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from rnf_cli.errors import UserError
 from rnf_experiments.runner import schedule
-from rnf_experiments.scenario import load_scenario, parse_override
+from rnf_experiments.scenario import expand, load_scenario, parse_override
 
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
 
@@ -46,3 +46,31 @@ def test_arms_rotate_across_repetitions():
     scenario, _ = load_scenario(SCENARIOS / "demo.toml", ["repetitions=3"])
     order = [(rep, arm.name) for rep, arm in schedule(scenario)]
     assert order == [(0, "cubic"), (0, "bbr"), (1, "bbr"), (1, "cubic"), (2, "cubic"), (2, "bbr")]
+
+
+def test_traffic_kinds_and_their_errors(tmp_path):
+    path = tmp_path / "web.toml"
+    path.write_text((SCENARIOS / "demo.toml").read_text().replace(
+        '[[traffic]]\nkind = "bulk"',
+        '[[traffic]]\nkind = "web"\nobjects_bytes = [51500, 368500]\npages = 3\n\n'
+        '[[traffic]]\nkind = "upload"\nbytes = 1000000\nstart_s = 2\nues = [1]',
+    ))  # fmt: skip
+    scenario, _ = load_scenario(path)
+    assert [t.kind for t in scenario.traffic] == ["web", "upload"]
+    with pytest.raises(UserError, match=r"traffic\[1\].ues: UE 2 is not one of the cell's 1"):
+        load_scenario(path, ["traffic.1.ues=[2]"])
+    with pytest.raises(UserError, match=r"traffic\[0\]\.web\.objects_bytes\[0\]: Input should be greater than 0"):
+        load_scenario(path, ["traffic.0.objects_bytes=[0]"])
+
+
+def test_a_sweep_makes_one_valid_scenario_per_value(tmp_path):
+    path = tmp_path / "sweep.toml"
+    path.write_text(
+        (SCENARIOS / "demo.toml").read_text()
+        + '\n[sweep]\nparameter = "period_s"\nkeys = ["cell.ues.0.trace.period_s"]\nvalues = [0.04, 2]\n'
+    )
+    scenario, raw = load_scenario(path)
+    variants = expand(scenario, raw, str(path))
+    assert [v.scenario.cell.ues[0].trace.period_s for v in variants] == [0.04, 2]
+    with pytest.raises(UserError, match=r"sweep period_s = -1"):
+        load_scenario(path, ["sweep.values=[-1]"])

@@ -1,8 +1,6 @@
 """The dashboards: committed JSON equal to the generator's, provisioning consistent with it, and every panel's
-InfluxQL answering with the series it is meant to show, from a short real run of the virtual cell.
-
-The `controller` measurement comes from the proxy, which `rnf run` does not start yet: its points are written
-here through the recorder, with the fields and tags grafana/SCHEMA.md gives them, alongside the real run.
+InfluxQL answering with the series it is meant to show, from a short real run: the virtual cell and the split
+proxy with its `smvs` and `rnf` controllers, which record the `controller` measurement themselves.
 """
 
 import json
@@ -17,17 +15,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from rnf_experiments import lineprotocol
 from rnf_monitoring import dashboards
 from rnf_monitoring.client import InfluxClient
-from rnf_monitoring.importer import import_results, time_ns
-from rnf_monitoring.recorder import recorder_from_url
+from rnf_monitoring.importer import time_ns
 
 REPO = Path(__file__).resolve().parents[2]
 GRAFANA = REPO / "grafana"
 RNF = Path(sys.executable).parent / "rnf"
-ARMS = {"cubic", "bbr"}
-CONTROLLER_OF_ARM = {"cubic": "smvs", "bbr": "rnf"}
+ARMS = {"smvs", "rnf"}
 
 
 def committed() -> dict[str, dict]:
@@ -56,7 +51,7 @@ class Expect:
 
 
 CONTROLLER_TAGS = ("arm", "controller", "ue")
-SMVS_ONLY = frozenset({"cubic"})
+SMVS_ONLY = frozenset({"smvs"})
 RLC_DROPS = Expect("telemetry", ("arm", "ue"), ("dropped SDUs",))
 EXPECTED = {
     ("cell-and-ue.json", "RLC queue, q0 and band: UE $ue", "A"): Expect("telemetry", ("arm", "ue"), ("queue",)),
@@ -104,7 +99,7 @@ EXPECTED = {
 
 # Values of the template variables as a user picks them: the run, UE 1, every arm and controller ("All").
 VARIABLES = {"run": None, "arm": ".*", "ue": "1", "controller": ".*"}
-VARIABLE_VALUES = {"arm": ARMS, "ue": {"1"}, "controller": set(CONTROLLER_OF_ARM.values())}
+VARIABLE_VALUES = {"arm": ARMS, "ue": {"1"}, "controller": {"smvs", "rnf"}}
 
 
 def interpolate(query: str, run: str, start_ns: int, end_ns: int) -> str:
@@ -161,40 +156,10 @@ def test_every_query_has_an_expectation():
     assert sorted((name, title, t["refId"]) for name, title, t in targets()) == sorted(EXPECTED)
 
 
-def write_controller_points(url: str, database: str, results: Path) -> None:
-    """The proxy's `controller` points (grafana/SCHEMA.md) for each arm, one per telemetry period of the run."""
-    for series in sorted((results / "runs").glob("*/series.lp")):
-        telemetry = list(lineprotocol.read(series, "telemetry"))
-        common = {key: telemetry[0].tags[key] for key in ("run", "scenario", "arm", "repetition", "cell_kind")}
-        controller = CONTROLLER_OF_ARM[common["arm"]]
-        directory = series.parent / "proxy"
-        directory.mkdir()
-        recorder = recorder_from_url(f"{url}/?db={database}", directory, common, source="proxy", environ={})
-        b_bar, q0, band = 0.0, 30_000, 8_000.0
-        for point in telemetry:
-            q, b = int(point.fields["queue_bytes"]), float(point.fields["sched_rate_bps"])
-            b_bar += 0.1 * (b - b_bar)
-            fields: dict[str, int | float] = {
-                "q_bytes": q,
-                "q0_bytes": q0,
-                "b_bps": b,
-                "b_bar_bps": b_bar,
-                "stale": int(bool(point.fields["outage"])),
-            }
-            if controller == "smvs":
-                quota = max(q0 - q + b_bar * 0.01 / 8, 0.0)
-                fields |= {"w_bytes": int(quota), "band_bytes": band, "s_bytes": float(q - q0)}
-                fields["in_band"] = int(abs(q - q0) < band)
-            else:
-                fields["w_bytes"] = int(q0 + b_bar / 8 * 0.05)
-            tags = {"ue": point.tags["ue"], "ue_ip": "172.16.0.2", "controller": controller}
-            recorder.record("controller", tags, fields, point.time_ns)
-        recorder.close()
-
-
 @pytest.fixture(scope="module")
 def recorded_run(tmp_path_factory, influxdb):
-    """A 3 s `rnf run` of the demo scenario (both arms, one radio outage) imported into InfluxDB."""
+    """A 3 s `rnf run --influx` of the proxy's smvs and rnf arms (one radio outage): series written live, the
+    summary after the run, as a user's run does."""
     output = tmp_path_factory.mktemp("results")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -204,17 +169,18 @@ def recorded_run(tmp_path_factory, influxdb):
         "cell.namespace_prefix": f'"m{uuid.uuid4().hex[:6]}"',
         "cell.telemetry.endpoint": f'"tcp://127.0.0.1:{port}"',
         "cell.ues.0.outages": "[{start_s = 1.0, duration_s = 0.5}]",
+        "arms": "[{name = 'smvs', kind = 'proxy', controller = {kind = 'smvs'}},"
+        " {name = 'rnf', kind = 'proxy', controller = {kind = 'rnf'}}]",
     }
-    command = [str(RNF), "run", str(REPO / "experiments" / "scenarios" / "demo.toml"), "--output", str(output)]
+    database = "run_" + uuid.uuid4().hex[:8]
+    scenario = REPO / "experiments" / "scenarios" / "proxy-smoke.toml"
+    command = [str(RNF), "run", str(scenario), "--output", str(output), "--influx", f"{influxdb.url}?db={database}"]
     for key, value in overrides.items():
         command += ["--set", f"{key}={value}"]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=240)
     assert finished.returncode == 0, finished.stderr[-3000:]
     (results,) = output.iterdir()
-    database = "run_" + uuid.uuid4().hex[:8]
     client = InfluxClient(influxdb.target(database))
-    assert import_results(client, results).rejected == 0
-    write_controller_points(influxdb.url, database, results)
     started = time_ns(json.loads((results / "metadata.json").read_text())["started"])
     return client, results, started - 10**9, time.time_ns()
 

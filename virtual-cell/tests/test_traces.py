@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from rnf_cell import traces
-from rnf_cell.config import Outage, TraceFile
+from rnf_cell.config import CellConfig, Outage, TraceFile
 
 
 def test_constant_rate_carries_exact_bytes_with_fractions():
@@ -98,3 +98,33 @@ def test_scale_multiplies_a_file_trace(tmp_path):
 def test_written_file_is_little_endian_u32(tmp_path):
     traces.write(np.array([1, 0xFFFFFFFF], dtype=np.uint32), tmp_path / "x.cap")
     assert (tmp_path / "x.cap").read_bytes() == b"\x01\x00\x00\x00\xff\xff\xff\xff"
+
+
+def test_attenuated_shannon_matches_tr_36942_by_hand():
+    # 5 MHz: SNR 0 dB -> 0.6 * log2(2) = 0.6 bit/s/Hz -> 3 Mbit/s; 30 dB -> capped at 4.4 -> 22 Mbit/s; -11 dB -> 0
+    rates = traces.attenuated_shannon_bps([0.0, 30.0, -11.0], 5e6)
+    assert rates.tolist() == pytest.approx([3e6, 22e6, 0.0])
+
+
+def test_rayleigh_power_has_unit_mean_and_fades_at_the_doppler_rate():
+    rng = np.random.default_rng(3)
+    slow = traces.rayleigh_power(60_000, 5.6, rng)  # 3 km/h at 2 GHz
+    fast = traces.rayleigh_power(60_000, 55.6, rng)  # 30 km/h
+    assert slow.mean() == pytest.approx(1.0, rel=0.25) and fast.mean() == pytest.approx(1.0, rel=0.1)
+    # fades (10 dB below the mean) come and go more often at the higher Doppler
+    crossings = [np.count_nonzero(np.diff((p < 0.1).astype(int)) == 1) for p in (slow, fast)]
+    assert crossings[1] > 4 * crossings[0] > 0
+
+
+def test_a_rayleigh_trace_is_configured_like_the_other_generators():
+    spec = (
+        CellConfig.model_validate(
+            {"ues": [{"trace": {"generator": "rayleigh", "mean_snr_db": 15, "speed_kmh": 30, "duration_s": 10}}]}
+        )
+        .ues[0]
+        .trace
+    )
+    trace = traces.build(spec, np.random.default_rng(1))
+    assert trace.size == 10_000
+    mean_mbps = traces.capacity_bps(trace).mean() / 1e6
+    assert 5 < mean_mbps < 22  # below the 22 Mbit/s cap, above the rate at 0 dB

@@ -32,15 +32,46 @@ class UeSeries:
 
 
 @dataclass(frozen=True)
-class ArmRun:
-    """One arm in one repetition, as found in `runs/<repetition>-<arm>/`."""
+class ControllerSeries:
+    """One UE's controller steps as the proxy recorded them (grafana/SCHEMA.md, `controller`)."""
 
-    arm: str
-    repetition: int
+    time_ns: npt.NDArray[np.int64]
+    w_bytes: npt.NDArray[np.float64]
+    q_bytes: npt.NDArray[np.float64]
+    q0_bytes: npt.NDArray[np.float64]
+    band_bytes: npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class ArmRun:
+    """One arm in one repetition (and sweep value), as found in `runs/<folder>/` with its run.json."""
+
+    description: dict[str, Any]
     directory: Path
     ues: dict[int, UeSeries]
+    controllers: dict[int, ControllerSeries]
     flows: list[dict[str, Any]]
     packets: npt.NDArray[Any]
+    netstat: dict[str, dict[str, int]]
+    cell_summary: dict[str, Any]
+
+    @property
+    def arm(self) -> str:
+        return str(self.description["arm"])
+
+    @property
+    def repetition(self) -> int:
+        return int(self.description["repetition"])
+
+    @property
+    def sweep_value(self) -> Any:
+        sweep = self.description["sweep"]
+        return None if sweep is None else sweep["value"]
+
+    @property
+    def sweep_index(self) -> int:
+        sweep = self.description["sweep"]
+        return 0 if sweep is None else int(sweep["index"])
 
 
 def load_series(path: Path) -> dict[int, UeSeries]:
@@ -61,91 +92,183 @@ def load_series(path: Path) -> dict[int, UeSeries]:
     }
 
 
+def load_controllers(path: Path) -> dict[int, ControllerSeries]:
+    """The `controller` points per UE; fields a controller does not have (q0, band) are NaN."""
+    columns: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for point in lineprotocol.read(path, "controller"):
+        if not point.tags["ue"].isdigit():
+            continue  # a UE outside the cell's address pool
+        column = columns[int(point.tags["ue"])]
+        column["time_ns"].append(point.time_ns)
+        for name in ("w_bytes", "q_bytes", "q0_bytes", "band_bytes"):
+            value = point.fields.get(name)
+            column[name].append(float(value) if isinstance(value, int | float) else math.nan)
+    return {
+        ue: ControllerSeries(
+            time_ns=np.asarray(column["time_ns"], dtype=np.int64),
+            **{
+                name: np.asarray(column[name], dtype=np.float64)
+                for name in ControllerSeries.__annotations__
+                if name != "time_ns"
+            },
+        )
+        for ue, column in sorted(columns.items())
+    }
+
+
 def load_arm_run(directory: Path) -> ArmRun:
-    repetition, arm = directory.name.split("-", 1)
     flows = [json.loads(p.read_text()) for p in sorted((directory / "flows").glob("*.json"))]
     packets_path = directory / "packets.bin"
     packets = np.fromfile(packets_path, dtype=PACKET_RECORD) if packets_path.exists() else np.empty(0, PACKET_RECORD)
-    return ArmRun(arm, int(repetition), directory, load_series(directory / "series.lp"), flows, packets)
+    netstat_path = directory / "netstat.json"
+    cell_summary_path = directory / "cell-summary.json"
+    return ArmRun(
+        description=json.loads((directory / "run.json").read_text()),
+        directory=directory,
+        ues=load_series(directory / "series.lp"),
+        controllers=load_controllers(directory / "series.lp"),
+        flows=flows,
+        packets=packets,
+        netstat=json.loads(netstat_path.read_text()) if netstat_path.exists() else {},
+        cell_summary=json.loads(cell_summary_path.read_text()) if cell_summary_path.exists() else {},
+    )
 
 
-def active_window(flows: list[dict[str, Any]]) -> tuple[int, int]:
-    """From the first flow's start to the last byte of the last flow: while data was waiting to be sent."""
-    starts = [f["start_ns"] for f in flows]
-    ends = [f["last_byte_ns"] for f in flows if f["last_byte_ns"]]
-    return (min(starts), max(ends)) if starts and ends else (0, 0)
+def busy(flows: list[dict[str, Any]], time_ns: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Which instants lie inside some transfer, from its connection attempt to its last byte: while data was
+    waiting to be sent (a web session's think times and a late flow's wait are not)."""
+    inside = np.zeros(time_ns.shape, dtype=bool)
+    for flow in flows:
+        if flow["last_byte_ns"]:
+            inside |= (time_ns > flow["start_ns"]) & (time_ns <= flow["last_byte_ns"])
+    return inside
+
+
+def _ue_metrics(series: UeSeries, flows: list[dict[str, Any]], controller: ControllerSeries | None) -> dict[str, Any]:
+    inside = busy(flows, series.time_ns)
+    # A period counts when its end falls inside a transfer; the first one is partial, so skip it.
+    first = np.flatnonzero(inside)
+    if first.size:
+        inside[first[0]] = False
+    queue = series.queue_bytes[inside]
+    values = {
+        "utilization": metrics.utilization(series.delivered_bytes[inside], series.capacity_bytes[inside]),
+        "goodput_mbps": sum(_goodput_mbps(f) for f in flows if f["last_byte_ns"] and f["kind"] != "upload"),
+        "queue_p50_bytes": metrics.percentile(queue, 50),
+        "queue_p95_bytes": metrics.percentile(queue, 95),
+        "queue_max_bytes": float(queue.max()) if queue.size else math.nan,
+        "queue_empty_fraction": metrics.empty_fraction(queue),
+        "rlc_drops_sdus": int(series.dropped_sdus[inside].sum()),
+        "band_fraction": math.nan,
+        "settling_s": math.nan,
+    }
+    if controller is not None and flows:
+        steps = busy(flows, controller.time_ns)
+        in_band = metrics.band_membership(controller.q_bytes, controller.q0_bytes, controller.band_bytes)[steps]
+        start_s = min(f["start_ns"] for f in flows) / 1e9
+        values["band_fraction"] = metrics.band_fraction(in_band)
+        values["settling_s"] = metrics.settling_time_s(controller.time_ns[steps] / 1e9, in_band, start_s)
+    return values
+
+
+def _goodput_mbps(flow: dict[str, Any]) -> float:
+    return metrics.goodput_bps(flow["received_bytes"], flow["start_ns"], flow["last_byte_ns"]) / 1e6
+
+
+def _transfer(flow: dict[str, Any]) -> dict[str, Any]:
+    ttsu = (flow["last_byte_ns"] - flow["start_ns"]) / 1e9 if flow["last_byte_ns"] else math.nan
+    return {
+        "flow": flow["flow"],
+        "kind": flow["kind"],
+        "ue": flow["ue"],
+        "bytes": flow["received_bytes"],
+        "ttsu_s": ttsu if flow["requested_bytes"] and flow["complete"] else math.nan,
+        "goodput_mbps": _goodput_mbps(flow) if flow["last_byte_ns"] else math.nan,
+        "complete": bool(flow["complete"] and not flow["error"]),
+    }
 
 
 def summarize(run: ArmRun) -> dict[str, Any]:
     """summary.json's per-run entry (keys documented in experiments/README.md)."""
-    start, end = active_window(run.flows)
-    per_ue = {}
-    for ue, series in run.ues.items():
-        # A period whose end falls inside the window counts; the first one is partial, so skip it.
-        inside = (series.time_ns > start) & (series.time_ns <= end)
-        first = np.flatnonzero(inside)
-        if first.size:
-            inside[first[0]] = False
-        per_ue[ue] = {
-            "utilization": metrics.utilization(series.delivered_bytes[inside], series.capacity_bytes[inside]),
-            "queue_p50_bytes": metrics.percentile(series.queue_bytes[inside], 50),
-            "queue_p95_bytes": metrics.percentile(series.queue_bytes[inside], 95),
-            "queue_max_bytes": float(series.queue_bytes[inside].max()) if inside.any() else math.nan,
-            "queue_empty_fraction": metrics.empty_fraction(series.queue_bytes[inside]),
-            "rlc_drops_sdus": int(series.dropped_sdus[inside].sum()),
-        }
+    flows = run.flows
+    per_ue = {
+        ue: _ue_metrics(series, [f for f in flows if f["ue"] == ue], run.controllers.get(ue))
+        for ue, series in run.ues.items()
+    }
+    windows = [(f["start_ns"], f["last_byte_ns"]) for f in flows if f["last_byte_ns"]]
+    start, end = (min(w[0] for w in windows), max(w[1] for w in windows)) if windows else (0, 0)
     in_window = (run.packets["arrival_ns"] >= start) & (run.packets["delivery_ns"] <= end)
     delays_ms = (run.packets["delivery_ns"][in_window] - run.packets["arrival_ns"][in_window]) / 1e6
-    goodputs = [
-        metrics.goodput_bps(f["received_bytes"], f["start_ns"], f["last_byte_ns"])
-        for f in run.flows
-        if f["last_byte_ns"]
-    ]
+    transfers = [_transfer(f) for f in flows]
+    goodputs = [t["goodput_mbps"] for t in transfers if not math.isnan(t["goodput_mbps"])]
     ues = list(per_ue.values())
+    counters = {
+        key: sum(role.get(key, 0) for role in run.netstat.values())
+        for key in ("retrans_segments", "rto", "spurious_rto")
+    }
     return {
         "arm": run.arm,
         "repetition": run.repetition,
+        "sweep_value": run.sweep_value,
+        "sweep_index": run.sweep_index,
         "duration_s": (end - start) / 1e9,
-        "utilization": _mean([u["utilization"] for u in ues]),
-        "goodput_mbps": sum(g for g in goodputs if not math.isnan(g)) / 1e6,
-        "queue_p50_bytes": _mean([u["queue_p50_bytes"] for u in ues]),
-        "queue_p95_bytes": _mean([u["queue_p95_bytes"] for u in ues]),
+        "utilization": mean([u["utilization"] for u in ues]),
+        "goodput_mbps": sum(goodputs),
+        "queue_p50_bytes": mean([u["queue_p50_bytes"] for u in ues]),
+        "queue_p95_bytes": mean([u["queue_p95_bytes"] for u in ues]),
+        "queue_empty_fraction": mean([u["queue_empty_fraction"] for u in ues]),
         "delay_p50_ms": metrics.percentile(delays_ms, 50),
         "delay_p95_ms": metrics.percentile(delays_ms, 95),
         "rlc_drops_sdus": sum(u["rlc_drops_sdus"] for u in ues),
+        "band_fraction": mean([u["band_fraction"] for u in ues]),
+        "settling_s": mean([u["settling_s"] for u in ues]),
+        "ttsu_s": mean([t["ttsu_s"] for t in transfers]),
         "jain_fairness": metrics.jain_fairness(goodputs) if len(goodputs) > 1 else math.nan,
-        "flows": len(run.flows),
-        "flows_complete": sum(1 for f in run.flows if f["complete"] and not f["error"]),
+        "flows": len(flows),
+        "flows_complete": sum(1 for t in transfers if t["complete"]),
+        "retrans_segments": counters["retrans_segments"],
+        "rto": counters["rto"],
+        "spurious_rto": counters["spurious_rto"],
+        "tti_late_max_ms": run.cell_summary.get("tti_lateness_ns", {}).get("max", math.nan) / 1e6,
         "ues": {str(ue): values for ue, values in per_ue.items()},
+        "transfers": transfers,
+        "netstat": run.netstat,
     }
 
 
-TABLE_KEYS = ("utilization", "goodput_mbps", "queue_p50_bytes", "queue_p95_bytes", "delay_p95_ms")
-
-
-def _mean(values: list[float]) -> float:
+def mean(values: list[float]) -> float:
     """Mean of the values that are numbers; NaN when none is."""
     finite = [v for v in values if not math.isnan(v)]
     return sum(finite) / len(finite) if finite else math.nan
 
 
-def aggregate(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Per arm, the mean over repetitions of every numeric key of the runs."""
-    by_arm: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def group_key(run: dict[str, Any]) -> str:
+    """Runs of one arm at one sweep value are repetitions of each other."""
+    return run["arm"] if run["sweep_value"] is None else f"{run['arm']} @ {run['sweep_value']}"
+
+
+def aggregate(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per arm (and sweep value), the mean over repetitions of every numeric key of the runs."""
+    by_group: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for run in runs:
-        by_arm[run["arm"]].append(run)
+        by_group[group_key(run)].append(run)
     return {
-        arm: {
-            key: _mean([float(r[key]) for r in arm_runs])
-            for key, value in arm_runs[0].items()
-            if isinstance(value, int | float) and key != "repetition"
+        group: {
+            key: mean([float(r[key]) for r in group_runs])
+            for key, value in group_runs[0].items()
+            if isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and key not in ("repetition", "sweep_value")
         }
-        | {"repetitions": len(arm_runs)}
-        for arm, arm_runs in by_arm.items()
+        | {key: group_runs[0][key] for key in ("arm", "sweep_value", "sweep_index")}
+        | {"repetitions": len(group_runs)}
+        for group, group_runs in by_group.items()
     }
 
 
 def load_results(results: Path) -> tuple[dict[str, Any], list[ArmRun]]:
     metadata = json.loads((results / "metadata.json").read_text())
-    runs = [load_arm_run(d) for d in sorted((results / "runs").iterdir()) if d.is_dir()]
+    runs = [load_arm_run(d) for d in (results / "runs").iterdir() if d.is_dir()]
+    arms = [arm["name"] for arm in metadata["scenario_data"]["arms"]]
+    runs.sort(key=lambda run: (run.sweep_index, arms.index(run.arm), run.repetition))
     return metadata, runs

@@ -1,20 +1,30 @@
-"""`rnf run SCENARIO` and `rnf report RESULTS...`."""
+"""`rnf run SCENARIO`, `rnf report RESULTS...` and `rnf model TRACE`."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
+import numpy as np
+from pydantic import BaseModel, ConfigDict
 from rich.console import Console
+from rich.table import Table
+from rnf_cell import traces
+from rnf_cell.config import TRACE_TAGS, CellConfig, TraceFile, TraceSpec, UeConfig
+from rnf_cli.config import resolve_paths, validate
 from rnf_cli.errors import UserError
 from rnf_monitoring.client import InfluxClient
 from rnf_monitoring.importer import import_summary
 from rnf_monitoring.influx import parse_url
 
+from rnf_experiments import lineprotocol, model
 from rnf_experiments import report as reporting
 from rnf_experiments.runner import run_scenario
-from rnf_experiments.scenario import load_scenario
+from rnf_experiments.scenario import load_scenario, parse_override
 
 console = Console(highlight=False)
 
@@ -71,7 +81,8 @@ def run(scenario_file: Path, overrides: tuple[str, ...], output: Path, influx_ur
 
 @click.command("report")
 @click.argument("results", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
-def report(results: tuple[Path, ...]) -> None:
+@click.option("--per-ue", is_flag=True, help="Also print each results folder's figures per UE.")
+def report(results: tuple[Path, ...], per_ue: bool) -> None:
     """Recompute summaries and plots of RESULTS folders and compare them in one table."""
     summaries = {}
     for folder in results:
@@ -79,3 +90,241 @@ def report(results: tuple[Path, ...]) -> None:
             raise UserError(f"{folder}: not a results folder (no metadata.json)")
         summaries[folder.name] = reporting.summarize_results(folder)
     reporting.print_table(summaries, console)
+    if per_ue:
+        for summary in summaries.values():
+            console.print(reporting.per_ue_table(summary))
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """An end-to-end arm of a results folder: its goodput and the losses the cell's RLC queue made."""
+
+    label: str
+    results: Path
+    goodput_mbps: float
+    drops: float  # SDUs per run
+    kinds: tuple[float, float, float]  # loss events with 1, 2, >= 3 losses, per run
+    packets: float  # delivered packets per run
+
+
+class _TraceOnly(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    trace: TraceSpec
+
+
+def _cell_for(
+    trace_arg: str | None, trace_format: str | None, scenario_file: Path | None, sets: list[str]
+) -> tuple[CellConfig, float | None, str]:
+    """The cell the trace comes from and the duration to model: the scenario's, or the cell defaults for TRACE."""
+    if scenario_file is not None:
+        scenario, _ = load_scenario(scenario_file, sets)
+        cell = CellConfig.model_validate(scenario.cell.model_dump(exclude={"kind"}) | {"seed": scenario.seed})
+        return cell, scenario.duration_s, scenario_file.name
+    if sets:
+        raise UserError("--set needs --scenario")
+    if trace_arg is None:
+        raise UserError("give a TRACE or --scenario FILE")
+    if trace_arg.lstrip().startswith("{"):
+        data = parse_override(f"trace={trace_arg}")[1]
+        spec = validate(_TraceOnly, {"trace": resolve_paths(data, Path.cwd())}, "TRACE", TRACE_TAGS).trace
+    else:
+        path = Path(trace_arg)
+        fmt = trace_format or ("csv" if path.suffix == ".csv" else "telemetry" if path.suffix == ".lp" else "mahimahi")
+        spec = TraceFile(file=path, format=fmt)  # type: ignore[arg-type]
+    return CellConfig(ues=[UeConfig(trace=spec)]), None, trace_arg
+
+
+def _measured(results: Path, ue: int, gap_s: float, packet_bytes: int, label: str) -> list[_Measured]:
+    """The e2e arms of a results folder (summary.json's goodput, the cell series' drops per run), as `label`+arm."""
+    try:
+        summary = json.loads((results / "summary.json").read_text())
+        metadata = json.loads((results / "metadata.json").read_text())
+    except FileNotFoundError as error:
+        raise UserError(f"{error.filename}: no such file (`rnf report {results}` writes summary.json)") from None
+    arms = [a["name"] for a in metadata["scenario_data"]["arms"] if a.get("kind", "e2e") == "e2e"]
+    found = []
+    for arm in arms:
+        drops, kinds, packets = [], [], []
+        for run in sorted((results / "runs").glob(f"*-{arm}")):
+            points = [p for p in lineprotocol.read(run / "series.lp", "cell") if p.tags.get("ue") == str(ue)]
+            times = np.array([p.time_ns / 1e9 for p in points])
+            dropped = np.array([int(p.fields["dropped_sdus"]) for p in points])
+            drops.append(float(dropped.sum()))
+            kinds.append(model.loss_kinds(model.loss_events(times, dropped, gap_s)))
+            packets.append(sum(int(p.fields["delivered_bytes"]) for p in points) / packet_bytes)
+        if arm in summary["arms"] and drops:
+            found.append(
+                _Measured(
+                    label + arm,
+                    results,
+                    summary["arms"][arm]["goodput_mbps"],
+                    float(np.mean(drops)),
+                    tuple(np.mean(kinds, axis=0).tolist()),  # type: ignore[arg-type]
+                    float(np.mean(packets)),
+                )
+            )
+    return found
+
+
+def _f(value: float, digits: int = 2) -> str:
+    return "-" if math.isnan(value) or math.isinf(value) else f"{value:.{digits}f}"
+
+
+@click.command("model")
+@click.argument("trace", required=False)
+@click.option(
+    "--format",
+    "trace_format",
+    type=click.Choice(["csv", "mahimahi", "telemetry"]),
+    help="TRACE's file format; default from the extension (.csv, .lp telemetry, else mahimahi).",
+)
+@click.option(
+    "--scenario",
+    "scenario_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Take the trace and path from this scenario's cell (the trace as its first repetition builds it).",
+)
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a --scenario value, as rnf run.")
+@click.option("--ue", type=click.IntRange(min=1), default=1, show_default=True, help="Which UE of the cell.")
+@click.option(
+    "--rtt-ms",
+    type=click.FloatRange(min=0),
+    help="Propagation round trip tau [default: 2 x wired delay + backhaul + uplink delay of the cell].",
+)
+@click.option("--buffer-bytes", type=click.IntRange(min=1), help="Bottleneck buffer B [default: the UE's RLC limit].")
+@click.option("--packet-bytes", type=click.IntRange(min=100), default=model.PACKET_BYTES, show_default=True)
+@click.option("--mss", "mss_bytes", type=click.IntRange(min=100), default=model.MSS_BYTES, show_default=True)
+@click.option("--rto-ms", type=click.FloatRange(min=0, min_open=True), help="Timeout T0 [default: 2 rtt, paper 000].")
+@click.option(
+    "--sample",
+    "sample_s",
+    type=click.FloatRange(min=0.001),
+    default=model.SAMPLE_S,
+    show_default=True,
+    help="Seconds per profile sample (one cycle of paper 000 eqs. 12-14).",
+)
+@click.option(
+    "--duration",
+    "duration_s",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds of the (looped) trace to model [default: the scenario's duration, else one loop of the trace].",
+)
+@click.option("--seed", type=int, help="Seed of generated traces [default: the scenario's, else 1].")
+@click.option(
+    "--measured",
+    "measured_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A results folder whose end-to-end arms are set beside the predictions (repeatable).",
+)
+def model_command(
+    trace: str | None,
+    trace_format: str | None,
+    scenario_file: Path | None,
+    sets: tuple[str, ...],
+    ue: int,
+    rtt_ms: float | None,
+    buffer_bytes: int | None,
+    packet_bytes: int,
+    mss_bytes: int,
+    rto_ms: float | None,
+    sample_s: float,
+    duration_s: float | None,
+    seed: int | None,
+    measured_dirs: tuple[Path, ...],
+) -> None:
+    """Predict end-to-end TCP throughput over TRACE (a trace file or a generator table such as
+    '{ generator = "piecewise", min_mbps = 2, max_mbps = 20, period_s = 0.2 }'): paper 000 eq. (15), paper
+    003 eq. (19) and Padhye's model. Units and assumptions: experiments/README.md."""
+    cell, scenario_duration, name = _cell_for(trace, trace_format, scenario_file, list(sets))
+    if seed is not None:
+        cell = cell.model_copy(update={"seed": seed})
+    if ue > len(cell.ues):
+        raise UserError(f"--ue {ue}: the cell has {len(cell.ues)} UE(s)")
+    spec = cell.ues[ue - 1]
+    rng = np.random.default_rng(cell.seed)
+    try:
+        built = [traces.with_outages(traces.build(u.trace, rng), u.outages) for u in cell.ues]  # as the cell does
+    except traces.TraceError as error:
+        raise UserError(str(error)) from None
+    capacity = traces.usable_bytes(built[ue - 1])
+    duration = duration_s or scenario_duration or len(capacity) * traces.TTI_S
+    capacity = np.resize(capacity, round(duration / traces.TTI_S))  # the trace loops
+    if buffer_bytes is not None:
+        buffer_packets = buffer_bytes / packet_bytes
+    else:  # the tighter of the RLC queue's limits; 0 means no limit of that kind
+        limits = (spec.queue_limit_bytes / packet_bytes, spec.queue_limit_sdus)
+        buffer_packets = min(limit for limit in limits if limit > 0)
+    tau_s = (
+        rtt_ms / 1e3
+        if rtt_ms is not None
+        else (2 * cell.wired.delay_ms + spec.backhaul_delay_ms + spec.uplink_delay_ms) / 1e3
+    )
+    path = model.PathParams(tau_s, buffer_packets, rto_ms / 1e3 if rto_ms else None)
+    try:
+        profile = model.profile_from_bytes(capacity, traces.TTI_S, sample_s, packet_bytes)
+        ren = model.ren2011(profile, path)
+        chan = model.chan_ramjee2002(profile, path)
+    except ValueError as error:
+        raise UserError(f"{name}: {error}") from None
+    loss_rate, padhye_pps = model.padhye_for(profile, path, ren)
+    mean_mbps = float(capacity.mean()) * 8 / traces.TTI_S / 1e6
+    console.print(
+        f"{name}, UE {ue}: {profile.duration_s:g} s in {len(profile.rates_pps)} samples of {profile.sample_s:g} s, "
+        f"mean capacity {mean_mbps:.2f} Mbit/s ({ren.b:.1f} packets/s of {packet_bytes} B), "
+        f"tau {path.tau_s * 1e3:g} ms, B {path.buffer_packets:.1f} packets, T0 {chan.t0 * 1e3:.0f} ms"
+    )
+    labels = {d: f"{i + 1}:" if len(measured_dirs) > 1 else "" for i, d in enumerate(measured_dirs)}
+    measured = [m for d in measured_dirs for m in _measured(d, ue, chan.t_r, packet_bytes, labels[d])]
+    rows: list[tuple[str, str, str, float]] = [
+        (
+            "paper 000 eq. (15)",
+            "profile",
+            f"N_to {ren.n_to}, N_d {ren.n_d:.1f}, p1 {ren.p1:.3f}, p2 {ren.p2:.3f}",
+            ren.throughput_pps,
+        ),
+        (
+            "paper 003 eq. (19)",
+            "profile",
+            "events {:.1f}/{:.0f}/{:.0f}, p {:.3f}/{:.3f}/{:.3f}".format(*chan.events, *chan.p),
+            chan.throughput_pps,
+        ),
+        (
+            "Padhye (approx.)",
+            "profile",
+            f"p {loss_rate:.2e}, rtt {model.rtt_mean(ren.b, path) * 1e3:.0f} ms",
+            padhye_pps,
+        ),
+    ]
+    for m in measured:
+        r = model.ren2011(profile, path, n_d=m.drops)
+        c = model.chan_ramjee2002(profile, path, kinds=m.kinds)
+        p = sum(m.kinds) / m.packets if m.packets else math.nan
+        rows += [
+            ("paper 000 eq. (15)", m.label, f"N_to {r.n_to}, N_d {r.n_d:.1f} drops, p1 {r.p1:.3f}", r.throughput_pps),
+            (
+                "paper 003 eq. (19)",
+                m.label,
+                "events {:.1f}/{:.1f}/{:.1f}, p {:.3f}/{:.3f}/{:.3f}".format(*m.kinds, *c.p),
+                c.throughput_pps,
+            ),
+            ("Padhye (approx.)", m.label, f"p {p:.2e}", model.padhye(p, model.rtt_mean(ren.b, path), chan.t0)),
+        ]
+    table = Table(title=f"predicted end-to-end TCP throughput (goodput: packets/s x {mss_bytes} B)")
+    for column in ("model", "losses from", "loss parameters", "packets/s", "goodput Mbit/s"):
+        table.add_column(column, justify="left" if column in ("model", "losses from", "loss parameters") else "right")
+    for m in measured:
+        table.add_column(f"error vs {m.label}", justify="right")
+    for label, source, params, pps in rows:
+        goodput = model.goodput_mbps(pps, mss_bytes)
+        errors = [_f(abs(m.goodput_mbps - goodput) / m.goodput_mbps, 3) for m in measured]  # paper 000 eq. (16)
+        table.add_row(label, source, params, _f(pps, 1), _f(goodput), *errors)
+    console.print(table, width=max(console.width, 120))
+    if measured:
+        result = Table(title="measured (end-to-end arms, mean over repetitions)")
+        for column in ("arm", "results", "goodput Mbit/s", "RLC drops", "loss events 1/2/3+"):
+            result.add_column(column, justify="left" if column in ("arm", "results") else "right")
+        for m in measured:
+            row = (_f(m.goodput_mbps), _f(m.drops, 0), "{:.1f}/{:.1f}/{:.1f}".format(*m.kinds))
+            result.add_row(m.label, str(m.results), *row)
+        console.print(result, width=max(console.width, 120))

@@ -36,3 +36,24 @@ def jain_fairness(throughputs: Sequence[float]) -> float:
     values = np.asarray(throughputs, dtype=np.float64)
     denominator = values.size * float(np.sum(values**2))
     return float(np.sum(values)) ** 2 / denominator if denominator > 0 else math.nan
+
+
+def band_membership(queue_bytes: Array, q0_bytes: Array, band_bytes: Array) -> npt.NDArray[np.bool_]:
+    """Per step, whether the queue is inside SMVS's predicted quasi-sliding band: |q - q0| < band."""
+    queue, q0, band = (np.asarray(values, dtype=np.float64) for values in (queue_bytes, q0_bytes, band_bytes))
+    return np.abs(queue - q0) < band  # NaN band or q0 (not resolved yet) compares False
+
+
+def band_fraction(inside: Array) -> float:
+    """The share of steps inside the band from the first step that reached it on (paper 000: the reaching phase
+    is not held against the controller); NaN when the band was never reached."""
+    data = np.asarray(inside, dtype=bool)
+    if not data.any():
+        return math.nan
+    return float(np.mean(data[int(np.argmax(data)) :]))
+
+
+def settling_time_s(time_s: Array, inside: Array, start_s: float) -> float:
+    """Seconds from `start_s` (the traffic's start) to the first step inside the band; NaN when never."""
+    times, data = np.asarray(time_s, dtype=np.float64), np.asarray(inside, dtype=bool)
+    return float(times[int(np.argmax(data))] - start_s) if data.any() else math.nan

@@ -17,44 +17,112 @@ def summarize_results(results: Path) -> dict[str, Any]:
     """Compute summary.json and the plots of one results folder, and write them into it."""
     metadata, arm_runs = analysis.load_results(results)
     runs = [analysis.summarize(run) for run in arm_runs]
-    summary = {"scenario": metadata["scenario"], "runs": runs, "arms": analysis.aggregate(runs)}
+    summary = {
+        "scenario": metadata["scenario"],
+        "sweep": (metadata["scenario_data"].get("sweep") or {}).get("parameter"),
+        "runs": runs,
+        "arms": analysis.aggregate(runs),
+    }
     (results / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n")
     plot_dir = results / "plots"
     plot_dir.mkdir(exist_ok=True)
     for run in arm_runs:
-        plots.time_series(run, plot_dir / f"{run.repetition}-{run.arm}-timeseries.png")
+        plots.time_series(run, plot_dir / f"{run.directory.name}-timeseries.png")
     if runs:
         plots.throughput_delay(runs, plot_dir / "throughput-delay.png")
+    if summary["sweep"]:
+        plots.sweep(runs, summary["sweep"], plot_dir / "sweep.png")
     return summary
 
 
-def _cell(value: float, scale: float = 1.0, digits: int = 1) -> str:
+def _cell(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
     return "-" if value is None or math.isnan(value) else f"{value * scale:.{digits}f}"
 
 
+TABLE_WIDTH = 170
+LATE_TTI_MS = 50.0
+# (header, summary key, scale, digits); a column whose values are all NaN is left out
+COLUMNS = (
+    ("util. %", "utilization", 100, 1),
+    ("goodput Mbit/s", "goodput_mbps", 1, 2),
+    ("queue p50 kB", "queue_p50_bytes", 1e-3, 1),
+    ("queue p95 kB", "queue_p95_bytes", 1e-3, 1),
+    ("empty %", "queue_empty_fraction", 100, 1),
+    ("delay p95 ms", "delay_p95_ms", 1, 1),
+    ("in band %", "band_fraction", 100, 1),
+    ("settling s", "settling_s", 1, 2),
+    ("TTSU s", "ttsu_s", 1, 2),
+    ("Jain", "jain_fairness", 1, 3),
+    ("retrans.", "retrans_segments", 1, 0),
+    ("RTOs", "rto", 1, 0),
+    ("drops", "rlc_drops_sdus", 1, 0),
+)
+
+
 def table(summaries: dict[str, dict[str, Any]]) -> Table:
-    """One row per arm, with a results column when several results folders are compared."""
+    """One row per arm (and sweep value), with a results column when several results folders are compared."""
     several = len(summaries) > 1
+    rows = [(name, values) for name, summary in summaries.items() for values in summary["arms"].values()]
+    sweeps: set[str] = {summary["sweep"] for summary in summaries.values() if summary.get("sweep")}
+    shown = [c for c in COLUMNS if any(not math.isnan(values[c[1]]) for _, values in rows)]
     result = Table(title="arms compared (mean over repetitions)")
-    columns = ["results"] if several else []
-    columns += ["arm", "util. %", "goodput Mbit/s", "queue p50 kB", "queue p95 kB", "delay p95 ms", "drops", "runs"]
-    for column in columns:
-        result.add_column(column, justify="left" if column in ("results", "arm") else "right")
-    for name, summary in summaries.items():
-        for arm, values in summary["arms"].items():
-            result.add_row(
-                *([name] if several else []),
-                arm,
-                _cell(values["utilization"], 100),
-                _cell(values["goodput_mbps"], digits=2),
-                _cell(values["queue_p50_bytes"], 1e-3),
-                _cell(values["queue_p95_bytes"], 1e-3),
-                _cell(values["delay_p95_ms"]),
-                _cell(values["rlc_drops_sdus"], digits=0),
-                str(values["repetitions"]),
-            )
+    headers = (["results"] if several else []) + ["arm"] + sorted(sweeps) + [c[0] for c in shown] + ["runs"]
+    for header in headers:
+        result.add_column(header, justify="left" if header in ("results", "arm") else "right")
+    for name, values in rows:
+        result.add_row(
+            *([name] if several else []),
+            values["arm"],
+            *([str(values["sweep_value"])] if sweeps else []),
+            *(_cell(values[key], scale, digits) for _, key, scale, digits in shown),
+            str(values["repetitions"]),
+        )
     return result
 
 
+PER_UE_COLUMNS = (
+    ("goodput Mbit/s", "goodput_mbps", 1, 2),
+    ("util. %", "utilization", 100, 1),
+    ("queue p50 kB", "queue_p50_bytes", 1e-3, 1),
+    ("in band %", "band_fraction", 100, 1),
+)
+
+
+def per_ue_table(summary: dict[str, Any]) -> Table:
+    """One row per arm (and sweep value) and UE: the UE's figures, mean over repetitions."""
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for run in summary["runs"]:
+        by_group.setdefault(analysis.group_key(run), []).append(run)
+    result = Table(title="per UE (mean over repetitions)")
+    for header in ("arm", "UE", *(column[0] for column in PER_UE_COLUMNS)):
+        result.add_column(header, justify="left" if header == "arm" else "right")
+    for group, runs in by_group.items():
+        for ue in sorted({ue for run in runs for ue in run["ues"]}, key=int):
+            values = [run["ues"][ue] for run in runs if ue in run["ues"]]
+            cells = [
+                _cell(analysis.mean([v[key] for v in values]), scale, digits)
+                for _, key, scale, digits in PER_UE_COLUMNS
+            ]
+            result.add_row(group, ue, *cells)
+    return result
+
+
+def late_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
+    """Runs in which the cell's TTI clock fell behind real time by more than LATE_TTI_MS (CPU starvation: other
+    real-time work on the machine); their figures do not describe the configured channel."""
+    return [
+        (f"{analysis.group_key(run)}, repetition {run['repetition']}", run["tti_late_max_ms"])
+        for run in summary["runs"]
+        if run["tti_late_max_ms"] > LATE_TTI_MS
+    ]
+
+
 def print_table(summaries: dict[str, dict[str, Any]], console: Console) -> None:
-    console.print(table(summaries), width=max(console.width, 110))
+    console.width = max(console.width, TABLE_WIDTH)  # a pipe or CI log reports 80 columns: never squeeze the figures
+    console.print(table(summaries))
+    for name, summary in summaries.items():
+        for run, late_ms in late_runs(summary):
+            console.print(
+                f"[bold red]warning[/]: {name}, {run}: the cell fell {late_ms:.0f} ms behind real time "
+                "(CPU starved by other work); its figures are suspect, run it again on a quiet machine"
+            )

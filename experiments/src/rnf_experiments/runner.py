@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -27,17 +28,20 @@ from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rnf_cell.cell import VirtualCell
-from rnf_cell.config import CellConfig
 from rnf_cell.topology import SERVER_IP
 from rnf_cli.errors import UserError
 from rnf_monitoring.recorder import FanOutRecorder, RecorderStats, recorder_from_url
 from rnf_proxy.proxy import Proxy
 from rnf_telemetry.record import Recorder
 
-from rnf_experiments.scenario import Arm, Scenario, proxy_config
+from rnf_experiments import netstat
+from rnf_experiments.cells import Cell, open_cell
+from rnf_experiments.scenario import Arm, Scenario, Traffic, Variant, WebTraffic, expand, proxy_config
 
 TRAFFIC_PORT = 5201
 SETTLE_S = 0.5
+BACKLOG_GRACE_S = 1.0
+CLIENT_EXIT_S = 30.0  # after the arm's end, for clients to write their results
 
 
 def git_commit() -> str:
@@ -79,9 +83,23 @@ class ArmContext:
     directory: Path
     run_id: str
     influx_url: str | None
+    variant: Variant
+
+    def describe(self) -> dict[str, object]:
+        """run.json: what this run is, for the analysis (which never parses folder names)."""
+        return {
+            "arm": self.arm.name,
+            "kind": self.arm.kind,
+            "controller": (self.arm.controller or {}).get("kind", ""),
+            "cc": self.arm.cc,
+            "repetition": self.repetition,
+            "sweep": None
+            if self.variant.parameter is None
+            else {"parameter": self.variant.parameter, "value": self.variant.value, "index": self.variant.index},
+        }
 
 
-async def _start_server(cell: VirtualCell) -> asyncio.subprocess.Process:
+async def _start_server(cell: Cell) -> asyncio.subprocess.Process:
     process = await asyncio.create_subprocess_exec(
         "ip",
         "netns",
@@ -125,49 +143,44 @@ async def _record_progress(process: asyncio.subprocess.Process, flow: str, ue: i
     await process.wait()
 
 
-async def _run_flows(context: ArmContext, cell: VirtualCell, recorder: Recorder) -> None:
-    traffic, scenario = context.scenario.traffic, context.scenario
+def _client_arguments(traffic: Traffic, duration_s: float, delay_s: float) -> list[str]:
+    """The client's command line: what to transfer, and `--until`, the arm's end, where transfers stop (a
+    backlogged transfer, ended by its sender at the arm's end, gets a second more to see the FIN)."""
+    if isinstance(traffic, WebTraffic):
+        objects = ",".join(str(size) for size in traffic.objects_bytes)
+        kind = ["web", "--objects", objects, "--parallel", str(traffic.parallel), "--pages", str(traffic.pages),
+                "--think", str(traffic.think_s)]  # fmt: skip
+        return [*kind, "--until", str(duration_s)]
+    duration = 0.0 if traffic.bytes else max(duration_s - delay_s, 0.1)
+    until = duration_s + (0.0 if traffic.bytes else BACKLOG_GRACE_S)
+    return [traffic.kind, "--bytes", str(traffic.bytes), "--duration", str(duration), "--until", str(until)]
+
+
+async def _run_flows(context: ArmContext, cell: Cell, recorder: Recorder) -> None:
+    """Every transfer of the scenario's traffic, each client in its UE's namespace; returns when all ended (the
+    clients stop their transfers at the arm's end themselves)."""
+    scenario = context.scenario
     flows_dir = context.directory / "flows"
     flows_dir.mkdir()
     clients: list[asyncio.Task[None]] = []
     processes: list[asyncio.subprocess.Process] = []
-    for ue in range(len(scenario.cell.ues)):
-        for flow in range(traffic.flows_per_ue):
-            name = f"ue{ue + 1}-flow{flow + 1}"
-            delay = flow * traffic.stagger_s
-            duration = 0.0 if traffic.bytes else max(scenario.duration_s - delay, 0.1)
-            process = await asyncio.create_subprocess_exec(
-                "ip",
-                "netns",
-                "exec",
-                cell.names.ue(ue),
-                sys.executable,
-                "-m",
-                "rnf_experiments.traffic",
-                "client",
-                "--name",
-                name,
-                "--server",
-                str(SERVER_IP),
-                "--port",
-                str(TRAFFIC_PORT),
-                "--bytes",
-                str(traffic.bytes),
-                "--duration",
-                str(duration),
-                "--cc",
-                context.arm.cc,
-                "--delay",
-                str(delay),
-                "--out",
-                str(flows_dir / f"{name}.json"),
-                stdout=asyncio.subprocess.PIPE,
-            )
-            processes.append(process)
-            clients.append(asyncio.create_task(_record_progress(process, name, ue, recorder)))
-    limit = scenario.duration_s + 30 if not traffic.bytes else scenario.duration_s
+    for index, traffic in enumerate(scenario.traffic):
+        for ue in traffic.ues or range(1, len(scenario.cell.ues) + 1):
+            for instance in range(traffic.flows):
+                name = f"ue{ue}-{traffic.kind}{index + 1}-{instance + 1}"
+                delay = traffic.start_s + instance * traffic.stagger_s
+                process = await asyncio.create_subprocess_exec(
+                    "ip", "netns", "exec", cell.names.ue(ue - 1),
+                    sys.executable, "-m", "rnf_experiments.traffic", "client",
+                    *_client_arguments(traffic, scenario.duration_s, delay),
+                    "--name", name, "--ue", str(ue), "--server", str(SERVER_IP), "--port", str(TRAFFIC_PORT),
+                    "--cc", context.arm.cc, "--delay", str(delay), "--out", str(flows_dir / f"{name}.json"),
+                    stdout=asyncio.subprocess.PIPE,
+                )  # fmt: skip
+                processes.append(process)
+                clients.append(asyncio.create_task(_record_progress(process, name, ue - 1, recorder)))
     try:
-        await asyncio.wait_for(asyncio.gather(*clients), limit)
+        await asyncio.wait_for(asyncio.gather(*clients), scenario.duration_s + CLIENT_EXIT_S)
     except TimeoutError:
         for process in processes:
             if process.returncode is None:
@@ -176,34 +189,42 @@ async def _run_flows(context: ArmContext, cell: VirtualCell, recorder: Recorder)
 
 async def run_arm(context: ArmContext) -> RecorderStats | None:
     """Run one arm; with InfluxDB, return what the recorder wrote, dropped and had rejected."""
-    cell_config = CellConfig.model_validate(
-        context.scenario.cell.model_dump(exclude={"kind"}) | {"seed": context.scenario.seed + context.repetition}
-    )
     tags = {
         "run": context.run_id,
         "scenario": context.scenario.name,
         "arm": context.arm.name,
         "repetition": str(context.repetition),
-        "cell_kind": "virtual",
-    }
+        "cell_kind": context.scenario.cell.kind,
+    } | ({} if context.variant.parameter is None else {"sweep": context.variant.label})
     recorder = recorder_from_url(context.influx_url, context.directory, tags, source="run")
-    cell = VirtualCell(cell_config, context.directory, recorder)
+    cell = open_cell(context.scenario.cell, context.directory, recorder, context.scenario.seed + context.repetition)
     try:
         async with cell:
             server = await _start_server(cell)
             try:
                 await asyncio.sleep(SETTLE_S)
+                senders = {"server": cell.names.server, "core": cell.names.core} | {
+                    f"ue{ue + 1}": cell.names.ue(ue) for ue in range(len(context.scenario.cell.ues))
+                }
+                before = {role: await netstat.read(namespace) for role, namespace in senders.items()}
                 if context.arm.kind == "proxy":
-                    config = proxy_config(context.arm, cell.names.core, cell_config.telemetry.endpoint)
+                    config = proxy_config(context.arm, cell.names.core, cell.telemetry_endpoint)
                     async with Proxy(config, recorder):
                         await _run_flows(context, cell, recorder)
                 else:
                     await _run_flows(context, cell, recorder)
+                counters = {
+                    role: netstat.difference(before[role], await netstat.read(namespace))
+                    for role, namespace in senders.items()
+                }
+                (context.directory / "netstat.json").write_text(json.dumps(counters, indent=1) + "\n")
             finally:
                 server.kill()
                 await server.wait()
     finally:
         recorder.close()
+        if isinstance(cell, VirtualCell) and cell.summary is not None:  # TTI lateness: did it keep real time?
+            (context.directory / "cell-summary.json").write_text(json.dumps(cell.summary, indent=1) + "\n")
     return recorder.influx.stats() if isinstance(recorder, FanOutRecorder) else None
 
 
@@ -215,11 +236,16 @@ def run_scenario(
     influx_url: str | None = None,
     on_recorder_stats: Callable[[str, RecorderStats], None] | None = None,
 ) -> Path:
+    """Every variant (sweep value) x repetition x arm, each in `runs/<folder>/` with its run.json."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     results = output_root / f"{stamp}-{scenario.name}"
     (results / "runs").mkdir(parents=True, exist_ok=False)
     write_metadata(results, scenario, raw, overrides)
-    plan = schedule(scenario)
+    plan = [
+        (variant, repetition, arm)
+        for variant in expand(scenario, raw, scenario.name)
+        for repetition, arm in schedule(variant.scenario)
+    ]
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -228,17 +254,25 @@ def run_scenario(
         TimeRemainingColumn(),
     )
     with Progress(*columns, transient=False) as progress:
-        total = progress.add_task("scenario", total=len(plan) * scenario.duration_s)
-        for index, (repetition, arm) in enumerate(plan):
-            directory = results / "runs" / f"{repetition}-{arm.name}"
+        total = progress.add_task("scenario", total=sum(v.scenario.duration_s for v, _, _ in plan))
+        base = 0.0
+        for index, (variant, repetition, arm) in enumerate(plan):
+            folder = f"{repetition}-{arm.name}"
+            if scenario.sweep is not None:
+                point = re.sub(r"[^A-Za-z0-9._=-]+", "_", f"{scenario.sweep.parameter}={variant.label}")
+                folder = f"{variant.index:02d}-{point}-{folder}"
+            directory = results / "runs" / folder
             directory.mkdir()
-            progress.update(total, description=f"[{index + 1}/{len(plan)}] {arm.name}, repetition {repetition}")
-            context = ArmContext(scenario, arm, repetition, directory, results.name, influx_url)
+            where = f" {scenario.sweep.parameter} = {variant.label}," if scenario.sweep else ""
+            progress.update(total, description=f"[{index + 1}/{len(plan)}] {arm.name},{where} repetition {repetition}")
+            context = ArmContext(variant.scenario, arm, repetition, directory, results.name, influx_url, variant)
+            (directory / "run.json").write_text(json.dumps(context.describe(), indent=1) + "\n")
             started = time.monotonic()
-            stats = asyncio.run(_with_progress(context, progress, total, index * scenario.duration_s, started))
+            stats = asyncio.run(_with_progress(context, progress, total, base, started))
             if stats is not None and on_recorder_stats is not None:
                 on_recorder_stats(directory.name, stats)
-            progress.update(total, completed=(index + 1) * scenario.duration_s)
+            base += variant.scenario.duration_s
+            progress.update(total, completed=base)
     return results
 
 

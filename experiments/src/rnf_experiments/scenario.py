@@ -2,34 +2,92 @@
 
 from __future__ import annotations
 
+import copy
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from rnf_cell.config import TRACE_TAGS, CellConfig
 from rnf_cli.config import format_validation_error, read_toml, resolve_paths
 from rnf_cli.errors import UserError
 from rnf_proxy.config import ProxyConfig
+
+from rnf_experiments.cells.spec import HIDDEN_TAGS, CellSpec
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class VirtualCellSpec(CellConfig):
-    """The cell of a scenario: `kind = "virtual"` plus a virtual cell's settings (virtual-cell/README.md)."""
+class TrafficBase(Strict):
+    """What every traffic kind shares: which UEs (1-based; default all), when it starts, how many in parallel."""
 
-    kind: Literal["virtual"] = "virtual"
+    ues: list[int] | None = Field(default=None, min_length=1, description="1-based UE indices; default every UE")
+    start_s: float = Field(default=0.0, ge=0.0, description="seconds after the arm's start")
+    flows: int = Field(default=1, ge=1, le=100, description="parallel instances per UE")
+    stagger_s: float = Field(default=0.0, ge=0.0, description="instance k of a UE starts k*stagger_s after the first")
 
 
-class Traffic(Strict):
-    """Bulk downloads, server to UE: `bytes` each (0: for the whole duration), `flows_per_ue` in parallel."""
+class BulkTraffic(TrafficBase):
+    """A download, server to UE, of `bytes` (0: for the rest of the arm's duration)."""
 
-    kind: Literal["bulk"] = "bulk"
+    kind: Literal["bulk"]
     bytes: int = Field(default=0, ge=0)
-    flows_per_ue: int = Field(default=1, ge=1, le=100)
-    stagger_s: float = Field(default=0.0, ge=0.0, description="start flow k of a UE k*stagger_s after the first")
+
+
+class UploadTraffic(TrafficBase):
+    """An upload, UE to server, of `bytes` (0: for the rest of the arm's duration); measured at the server."""
+
+    kind: Literal["upload"]
+    bytes: int = Field(default=0, ge=0)
+
+
+class WebTraffic(TrafficBase):
+    """Web sessions: `pages` pages, each the objects of `objects_bytes` fetched over at most `parallel`
+    connections at once, `think_s` between the end of a page and the next request (paper 001's web use case is
+    one page of three objects)."""
+
+    kind: Literal["web"]
+    objects_bytes: list[Annotated[int, Field(gt=0)]] = Field(min_length=1)
+    pages: int = Field(default=1, ge=1)
+    parallel: int = Field(default=6, ge=1, le=32)
+    think_s: float = Field(default=0.0, ge=0.0)
+
+
+Traffic = Annotated[BulkTraffic | UploadTraffic | WebTraffic, Field(discriminator="kind")]
+
+
+class SweepPoint(Strict):
+    """One point of a sweep that sets several values at once (`set`: dotted key -> value, as for --set)."""
+
+    label: str = Field(min_length=1)
+    set: dict[str, Any] = Field(min_length=1)
+
+
+class Sweep(Strict):
+    """One parameter varied across runs: every arm runs once per point. Either `keys` (dotted paths, as for
+    --set) all set to each of `values`, or `points`, each setting its own keys; `parameter` names it in tables
+    and plots."""
+
+    parameter: str = Field(min_length=1)
+    keys: list[str] = []
+    values: list[Any] = []
+    points: list[SweepPoint] = []
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Sweep:
+        if bool(self.points) == bool(self.keys or self.values):
+            raise ValueError("give either keys and values, or points")
+        if not self.points and not (self.keys and self.values):
+            raise ValueError("keys and values go together")
+        return self
+
+    def settings(self) -> list[tuple[Any, dict[str, Any]]]:
+        """(label, {dotted key: value}) per point, in the order given."""
+        if self.points:
+            return [(point.label, point.set) for point in self.points]
+        return [(value, dict.fromkeys(self.keys, value)) for value in self.values]
 
 
 class Arm(Strict):
@@ -68,21 +126,32 @@ def proxy_config(arm: Arm, namespace: str | None, endpoint: str) -> ProxyConfig:
         raise ValueError(format_validation_error(f"arms.{arm.name}", error)) from None
 
 
+def _backlogged_download() -> Traffic:
+    return BulkTraffic(kind="bulk")
+
+
 class Scenario(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     duration_s: float = Field(gt=0, le=3600)
     repetitions: int = Field(default=1, ge=1, le=100)
     seed: int = 1
-    cell: VirtualCellSpec
-    traffic: Traffic = Traffic()
+    cell: CellSpec
+    traffic: list[Traffic] = Field(default_factory=lambda: [_backlogged_download()], min_length=1)
     arms: list[Arm] = Field(min_length=1)
+    sweep: Sweep | None = None
 
     @model_validator(mode="after")
-    def _unique_arm_names(self) -> Scenario:
+    def _consistent(self) -> Scenario:
         names = [arm.name for arm in self.arms]
         if len(set(names)) != len(names):
             raise ValueError(f"arm names must be unique: {names}")
+        for index, traffic in enumerate(self.traffic):
+            for ue in traffic.ues or []:
+                if not 1 <= ue <= len(self.cell.ues):
+                    raise ValueError(f"traffic[{index}].ues: UE {ue} is not one of the cell's {len(self.cell.ues)}")
+            if traffic.start_s >= self.duration_s:
+                raise ValueError(f"traffic[{index}].start_s: {traffic.start_s} s is not before duration_s")
         return self
 
 
@@ -128,8 +197,42 @@ def load_scenario(path: Path, overrides: list[str] = ()) -> tuple[Scenario, dict
         key, value = parse_override(text)
         apply_override(data, key, value, str(path))
     data = resolve_paths(data, path.parent)
+    source = f"{path}" + (f" (with --set {', '.join(overrides)})" if overrides else "")
     try:
-        return Scenario.model_validate(data), data
+        scenario = Scenario.model_validate(data)
     except ValidationError as error:
-        source = f"{path}" + (f" (with --set {', '.join(overrides)})" if overrides else "")
-        raise UserError(format_validation_error(source, error, TRACE_TAGS)) from None
+        raise UserError(format_validation_error(source, error, HIDDEN_TAGS)) from None
+    expand(scenario, data, source)  # every value of a sweep must make a valid scenario, before anything runs
+    return scenario, data
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The scenario as run for one point of its sweep (`parameter` and `value` None, `index` 0 without a sweep)."""
+
+    parameter: str | None
+    index: int
+    value: Any
+    scenario: Scenario
+
+    @property
+    def label(self) -> str:
+        return "" if self.value is None else f"{self.value}"
+
+
+def expand(scenario: Scenario, data: dict[str, Any], source: str) -> list[Variant]:
+    """One variant per sweep point, each with the point's keys set and validated again."""
+    sweep = scenario.sweep
+    if sweep is None:
+        return [Variant(None, 0, None, scenario)]
+    variants = []
+    for index, (label, settings) in enumerate(sweep.settings()):
+        variant = copy.deepcopy({key: item for key, item in data.items() if key != "sweep"})
+        for key, value in settings.items():
+            apply_override(variant, key.split("."), value, f"{source}, sweep")
+        try:
+            variants.append(Variant(sweep.parameter, index, label, Scenario.model_validate(variant)))
+        except ValidationError as error:
+            where = f"{source} (sweep {sweep.parameter} = {label!r})"
+            raise UserError(format_validation_error(where, error, HIDDEN_TAGS)) from None
+    return variants

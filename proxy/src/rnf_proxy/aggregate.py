@@ -1,7 +1,7 @@
 """One UE: its controller, its connections, and the decision in force carried out on the wire (enforcement).
 
-- `FREE` (itcp): each connection drains into its socket as far as TCP_NOTSENT_LOWAT allows; the kernel's
-  congestion control decides when bytes leave.
+- `FREE` (itcp): each connection drains into its socket as far as TCP_NOTSENT_LOWAT allows, inside the relay
+  engine without a word from Python; the kernel's congestion control decides when bytes leave.
 - `WINDOW` (rnf, clamp, ewma, the fallback): what the UE's sockets hold, in flight plus not yet sent
   (SIOCOUTQ, summed over the UE's connections), never exceeds the window; the proxy releases the difference.
   ACKs shrink the send queues, and the proxy refills every `pump_interval_s` (1 ms) while window-limited, so
@@ -13,12 +13,15 @@
   receive window, a lost telemetry step that starts two steps at once), the release shrinks instead of the
   kernel's backlog growing without bound. The sockets are paced at 1.1 w(k)/Ts (SO_MAX_PACING_RATE, TCP's
   internal pacing), so the step's bytes are spread over the step rather than sent as a burst, with a tenth of
-  the step to spare for the jitter of the step clock. A step with w(k) = 0 leaves the pacing rate alone: the
-  kernel lowers its pacing rate at once but raises it only on the next ACK, so a rate cut to nothing would hold
-  back the first steps after an outage, when nothing is in flight to bring ACKs.
+  the step to spare for the jitter of the step clock, and never below 10 segments per step. A step with
+  w(k) = 0 leaves the pacing rate alone: the kernel lowers its pacing rate at once but raises it only on the
+  next ACK, so a rate cut to nothing (or to a trickle) would hold back the steps after it, when too little is in
+  flight to bring ACKs.
 - `hold_wired` stops reading from the servers, so their receive windows close (paper 004's link stall).
 
-Connections share an allowance by stride scheduling with priorities (`scheduler.py`).
+Connections share an allowance by stride scheduling with priorities (`scheduler.py`). In `WINDOW` and `QUOTA`
+modes the connections are *controlled*: the relay engine moves their downlink only as far as `Relay.send`
+says, in one call for all the grants of a pump.
 """
 
 from __future__ import annotations
@@ -30,10 +33,14 @@ from dataclasses import dataclass
 
 from rnf_proxy import sockets
 from rnf_proxy.control import FREE, AckSample, Controller, Decision, Mode
-from rnf_proxy.relay import Flow
+from rnf_proxy.relay import Flow, FlowGroup, Relay
 from rnf_proxy.scheduler import StrideScheduler
 
 QUOTA_PACING_HEADROOM = 1.1
+# A tiny quota must not set a tiny pacing rate: the kernel applies a lower rate at once, but a higher one only
+# from the next ACK, and the next departure is already scheduled by the low rate (1 segment/s seen in runs).
+# Pacing only spreads bytes; the release bounds them, so pacing at least 10 segments per step costs nothing.
+QUOTA_PACING_FLOOR_BYTES = 10 * 1448
 log = logging.getLogger("rnf.proxy")
 
 
@@ -42,7 +49,6 @@ class Enforcement:
     """Settings of enforcement shared by every aggregate."""
 
     pump_interval_s: float
-    free_notsent_bytes: int
 
 
 class Aggregate:
@@ -53,15 +59,16 @@ class Aggregate:
         ue: str,
         controller: Controller,
         loop: asyncio.AbstractEventLoop,
+        relay: Relay,
         enforcement: Enforcement,
         scheduler: StrideScheduler[Flow],
         closed: Callable[[Flow], None],
     ) -> None:
-        self.ue, self.controller, self.loop = ue, controller, loop
+        self.ue, self.controller, self.loop, self.relay = ue, controller, loop, relay
         self._closed = closed
         self.enforcement = enforcement
         self.scheduler = scheduler
-        self.flows: dict[Flow, None] = {}  # insertion-ordered set
+        self.flows = FlowGroup()
         self.decision: Decision = FREE
         self.remaining = 0  # QUOTA: bytes of the step not yet released
         self.quota_pacing = 0.0  # QUOTA: the pacing rate in force, bytes/s
@@ -74,22 +81,24 @@ class Aggregate:
 
     # -- connections ------------------------------------------------------------------------------------
 
+    @property
+    def controls(self) -> bool:
+        """Whether the decision in force says how much of the downlink leaves (every mode but FREE)."""
+        return self.decision.mode is not Mode.FREE
+
     def add(self, flow: Flow, priority: int, tickets: int) -> None:
-        self.flows[flow] = None
+        """A new connection, created controlled and held as the decision in force says."""
+        self.flows.add(flow)
         self.scheduler.add(flow, priority, tickets)
         self._configure(flow)
-        if self.decision.hold_wired:
-            flow.hold(True)
 
     def on_closed(self, flow: Flow) -> None:
-        self.flows.pop(flow, None)
+        self.flows.discard(flow)
         self.scheduler.remove(flow)
         self._closed(flow)
 
     def on_data(self, flow: Flow) -> None:
-        if self.decision.mode is Mode.FREE:
-            self._send_free(flow)
-        elif self._pump_soon is None:  # every arrival of this loop iteration, one pump
+        if self.controls and self._pump_soon is None:  # every arrival of this loop iteration, one pump
             self._pump_soon = self.loop.call_soon(self._soon_pump)
 
     def _soon_pump(self) -> None:
@@ -110,6 +119,9 @@ class Aggregate:
         if decision.hold_wired != old.hold_wired:
             for flow in self.flows:
                 flow.hold(decision.hold_wired)
+        if (decision.mode is Mode.FREE) != (old.mode is Mode.FREE):
+            for flow in self.flows:
+                flow.control(self.controls)
         if decision.mode is Mode.QUOTA:
             self._start_step()
         elif decision.mode != old.mode or decision.pacing_rate != old.pacing_rate:
@@ -135,50 +147,31 @@ class Aggregate:
 
     def _start_step(self) -> None:
         decision = self.decision
-        rate = QUOTA_PACING_HEADROOM * decision.limit / decision.step_s
+        paced = max(decision.limit, QUOTA_PACING_FLOOR_BYTES)
+        rate = QUOTA_PACING_HEADROOM * paced / decision.step_s
         if decision.limit > 0 and rate != self.quota_pacing:
             self.quota_pacing = rate
             for flow in self.flows:
                 self._configure(flow)
-        backlog = sum(sockets.not_sent(flow.ue_fd) for flow in self.flows if not flow.closed)
+        backlog = self.relay.queued(self.flows, unsent_only=True)
         self.remaining = max(0, min(decision.limit, 2 * decision.limit - backlog))
         self._send_quota()
 
     # -- releasing bytes --------------------------------------------------------------------------------
 
     def pump(self) -> None:
-        """Release what the decision allows now."""
+        """Release what the decision allows now (FREE connections drain by themselves, in the engine)."""
         mode = self.decision.mode
-        if mode is Mode.FREE:
-            for flow in list(self.flows):
-                self._send_free(flow)
-        elif mode is Mode.WINDOW:
+        if mode is Mode.WINDOW:
             self._send_window()
-        else:
+        elif mode is Mode.QUOTA:
             self._send_quota()
 
-    def _send_free(self, flow: Flow) -> None:
-        if flow.closed or not flow.down.buffered:
-            return
-        limit = self.enforcement.free_notsent_bytes
-        # flow.unsent bounds the socket's unsent bytes (it only falls as the kernel sends): ask the kernel only
-        # when the bound says the socket might be full
-        if flow.unsent + flow.down.buffered > limit:
-            flow.unsent = sockets.not_sent(flow.ue_fd)
-        room = limit - flow.unsent
-        if room > 0:
-            flow.unsent += flow.send_down(room)
-        else:
-            flow.wait_writable()  # TCP_NOTSENT_LOWAT wakes us when the kernel has sent enough
-
-    def _demand(self) -> dict[Flow, int]:
-        return {flow: flow.down.buffered for flow in self.flows if flow.down.buffered and not flow.closed}
-
     def _refresh_queued(self) -> None:
-        self.queued = sum(sockets.send_queue(flow.ue_fd) for flow in self.flows if not flow.closed)
+        self.queued = self.relay.queued(self.flows)
 
     def _send_window(self, refresh: bool = False) -> None:
-        demand = self._demand()
+        demand = self.relay.demand(self.flows)
         if not demand:
             return
         # self.queued only overestimates between refreshes (ACKs shrink the queues): ask the kernel when the
@@ -186,23 +179,23 @@ class Aggregate:
         if refresh or self.queued >= self.decision.limit:
             self._refresh_queued()
         allowance = self.decision.limit - self.queued
+        left = sum(demand.values())
         if allowance > 0:
-            for flow, grant in self.scheduler.allocate(allowance, demand).items():
-                sent = flow.send_down(grant)
-                self.queued += sent
-                allowance -= sent
-        if allowance <= 0 and any(flow.down.buffered for flow in demand):
+            sent = sum(self.relay.send(self.scheduler.allocate(allowance, demand)).values())
+            self.queued += sent
+            allowance -= sent
+            left -= sent
+        if allowance <= 0 and left > 0:
             self.window_limited = True
             self._schedule_pump()
 
     def _send_quota(self) -> None:
         if self.remaining <= 0:
             return
-        demand = self._demand()
+        demand = self.relay.demand(self.flows)
         if not demand:
             return
-        for flow, grant in self.scheduler.allocate(self.remaining, demand).items():
-            self.remaining -= flow.send_down(grant)
+        self.remaining -= sum(self.relay.send(self.scheduler.allocate(self.remaining, demand)).values())
 
     def _schedule_pump(self) -> None:
         if self._pump_timer is None:

@@ -7,11 +7,16 @@
 
 - relay: iperf3 (reverse mode: the server sends) through each relay, in a namespace of its own on its loopback:
   1 flow and 100 flows, for the direct path, `socat` (the reference) and the proxy (explicit mode, `itcp`, so
-  the relay alone is measured, and `fixed` window so the controlled path is too).
+  the relay alone is measured, and `fixed` window so the controlled path is too). Every flow comes from
+  127.0.0.1, one UE to the proxy, so the proxy rows give that UE the buffer of as many UEs as there are flows
+  (`ue_bytes` = flows x `connection_bytes`, the per-connection bound binds); at 100 flows one more row keeps
+  the default per-UE budget (4 MiB, 41 kB per connection), which then limits the throughput, not the relay.
 - step: one telemetry burst of 1000 UEs turned into 1000 decisions (`feedback.step_many`, vectorized per bank)
   for smvs and rnf; CPU time of the thread (what the step costs on one core) and wall time.
 - latency: a publisher thread sends one UE's telemetry every 10 ms over ZeroMQ on loopback; the latency is from
-  the message's timestamp to the end of the proxy's handling of it (decision applied).
+  the message's timestamp to the end of the proxy's handling of it (decision applied). The reference, in the
+  same run: the same publisher and a bare pyzmq SUB socket receiving in a thread of its own (the transport
+  alone).
 """
 
 from __future__ import annotations
@@ -26,14 +31,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from functools import partial
 
+import zmq
 from rich.console import Console
 from rich.table import Table
-from rnf_telemetry.message import TelemetryMessage
+from rnf_telemetry.message import TelemetryMessage, decode_multipart
 from rnf_telemetry.transport import Publisher
 
 from rnf_proxy import netns
-from rnf_proxy.config import KernelConfig, ProxyConfig, TelemetryConfig
+from rnf_proxy.config import BufferConfig, KernelConfig, ProxyConfig, TelemetryConfig
 from rnf_proxy.control import RanSample
 from rnf_proxy.feedback import RanController, step_many
 from rnf_proxy.fixed import FixedConfig
@@ -68,7 +75,10 @@ async def _iperf(namespace: str, port: int, flows: int, seconds: float) -> float
     return float(report["end"]["sum_received"]["bits_per_second"]) / 1e9
 
 
-async def _with_proxy(namespace: str, controller: ItcpConfig | FixedConfig, run: Callable[[], object]) -> float:
+async def _with_proxy(
+    namespace: str, controller: ItcpConfig | FixedConfig, ue_bytes: int | None, run: Callable[[], object]
+) -> float:
+    buffers = BufferConfig() if ue_bytes is None else BufferConfig(ue_bytes=ue_bytes)
     config = ProxyConfig(
         namespace=namespace,
         mode="explicit",
@@ -78,6 +88,7 @@ async def _with_proxy(namespace: str, controller: ItcpConfig | FixedConfig, run:
         controller=controller,
         telemetry=TelemetryConfig(endpoint="tcp://127.0.0.1:1"),
         kernel=KernelConfig(tune=False),
+        buffers=buffers,
     )
     async with Proxy(config):
         result: float = await run()  # type: ignore[misc]
@@ -88,7 +99,7 @@ async def _with_socat(namespace: str, run: Callable[[], object]) -> float:
     argv = ["socat", f"TCP-LISTEN:{RELAY_PORT},bind=127.0.0.1,reuseaddr,fork", f"TCP:127.0.0.1:{IPERF_PORT}"]
     socat = subprocess.Popen(netns.command(namespace, argv), stderr=subprocess.DEVNULL)
     try:
-        await asyncio.sleep(0.3)
+        await _listening(namespace, RELAY_PORT)
         result: float = await run()  # type: ignore[misc]
     finally:
         socat.terminate()
@@ -96,8 +107,20 @@ async def _with_socat(namespace: str, run: Callable[[], object]) -> float:
     return result
 
 
-async def relay(seconds: float, repetitions: int) -> list[tuple[str, int, float, float]]:
-    """(path, flows, median Gbit/s, ratio to socat) for direct, socat and the proxy, interleaved."""
+async def _listening(namespace: str, port: int, timeout_s: float = 10.0) -> None:
+    """Wait until something listens on `port` in `namespace` (a loaded machine starts socat slowly)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        listing = netns.run(namespace, ["ss", "-Hltn", f"sport = :{port}"], check=False)
+        if listing.stdout.strip():
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout_s:g} s")
+
+
+async def relay(seconds: float, repetitions: int) -> list[tuple[str, int, float, float, float, float]]:
+    """(path, flows, median Gbit/s, median ratio to socat, lowest and highest ratio to the socat of the same
+    repetition) for direct, socat and the proxy, interleaved."""
     namespace = f"pxb-{uuid.uuid4().hex[:6]}"
     netns.run(None, ["ip", "netns", "add", namespace])
     server = None
@@ -108,13 +131,18 @@ async def relay(seconds: float, repetitions: int) -> list[tuple[str, int, float,
         )
         await asyncio.sleep(0.5)
         results: dict[tuple[str, int], list[float]] = {}
-        paths: list[tuple[str, Callable[[Callable[[], object]], object]]] = [
-            ("direct", lambda run: run()),
-            ("socat", lambda run: _with_socat(namespace, run)),
-            ("proxy itcp", lambda run: _with_proxy(namespace, ItcpConfig(), run)),
-            ("proxy window", lambda run: _with_proxy(namespace, FixedConfig(mode="window", bytes=4_000_000), run)),
-        ]
+        window = FixedConfig(mode="window", bytes=4_000_000)
+        connection_bytes = BufferConfig().connection_bytes
         for flows in (1, 100):
+            budget = flows * connection_bytes
+            paths: list[tuple[str, Callable[[Callable[[], object]], object]]] = [
+                ("direct", lambda run: run()),
+                ("socat", lambda run: _with_socat(namespace, run)),
+                ("proxy itcp", partial(_with_proxy, namespace, ItcpConfig(), budget)),
+                ("proxy window", partial(_with_proxy, namespace, window, budget)),
+            ]
+            if flows > 1:
+                paths.append(("proxy itcp, 4 MiB/UE", partial(_with_proxy, namespace, ItcpConfig(), None)))
             for _ in range(repetitions):
                 for name, wrap in paths:
                     port = IPERF_PORT if name == "direct" else RELAY_PORT
@@ -124,7 +152,9 @@ async def relay(seconds: float, repetitions: int) -> list[tuple[str, int, float,
         rows = []
         for (name, flows), values in results.items():
             median = statistics.median(values)
-            rows.append((name, flows, median, median / statistics.median(results[("socat", flows)])))
+            socat = results[("socat", flows)]
+            ratios = [value / reference for value, reference in zip(values, socat, strict=True)]
+            rows.append((name, flows, median, median / statistics.median(socat), min(ratios), max(ratios)))
         return rows
     finally:
         if server is not None:
@@ -162,7 +192,74 @@ def step_cost(ues: int, steps: int) -> list[tuple[str, float, float, float]]:
     return rows
 
 
+def idle_step_cost(steps: int) -> list[tuple[str, float, float]]:
+    """(case, wall p50 ms, wall p99 ms) of one `smvs` step for one UE, back to back and after 10 ms idle (as
+    each telemetry period leaves the proxy's thread): what cold caches add to telemetry-to-decision."""
+    rows = []
+    for name, idle in (("back to back", 0.0), ("after 10 ms idle", 0.01)):
+        controllers = [Smvs(bank=SmvsBank(SmvsConfig(b_max_bytes=300_000)))]
+        sample = [RanSample(120_000, 25_000, 0.01, False, 300_000)]
+        wall = []
+        for k in range(steps + 100):
+            if idle:
+                time.sleep(idle)
+            started = time.perf_counter_ns()
+            step_many(controllers, sample, k * 0.01)
+            if k >= 100:  # after the warm-up
+                wall.append((time.perf_counter_ns() - started) / 1e6)
+        rows.append((name, percentile(wall, 0.5), percentile(wall, 0.99)))
+    return rows
+
+
 # -- telemetry to decision ---------------------------------------------------------------------------------
+
+
+def _publish(publisher: Publisher, ues: int, stop: threading.Event) -> None:
+    """Every 10 ms, one message per UE, stamped when it is made."""
+    seq = 0
+    while not stop.is_set():
+        for ue in range(ues):
+            publisher.send(
+                TelemetryMessage(
+                    cell_id=1,
+                    rnti=0x46 + ue,
+                    lcid=3,
+                    timestamp_ns=time.time_ns(),
+                    tti=seq * 10,
+                    seq=seq,
+                    period_us=10_000,
+                    dl_queue_new_bytes=120_000,
+                    dl_queue_limit_bytes=300_000,
+                    dl_sched_new_bytes=25_000,
+                    ue_ip=f"172.16.{ue // 250}.{ue % 250 + 2}",
+                )
+            )
+        seq += 1
+        time.sleep(0.01)
+
+
+def transport(messages: int) -> tuple[float, float, float]:
+    """The reference: (p50, p99, max) ms from a message's timestamp to its arrival at a bare SUB socket that
+    receives, blocking, in a thread of its own."""
+    publisher = Publisher("tcp://127.0.0.1:0")
+    subscriber = zmq.Context.instance().socket(zmq.SUB)
+    subscriber.setsockopt(zmq.SUBSCRIBE, b"")
+    subscriber.connect(publisher.endpoint)
+    stop = threading.Event()
+    thread = threading.Thread(target=_publish, args=(publisher, 1, stop), daemon=True)
+    thread.start()
+    settle = time.monotonic() + 0.5
+    delays: list[float] = []
+    while len(delays) < messages:
+        frames = subscriber.recv_multipart()
+        done = time.time_ns()
+        if time.monotonic() > settle:
+            delays.append((done - decode_multipart(frames).timestamp_ns) / 1e6)
+    stop.set()
+    thread.join()
+    subscriber.close()
+    publisher.close()
+    return percentile(delays, 0.5), percentile(delays, 0.99), max(delays)
 
 
 async def latency(messages: int, ues: int) -> tuple[float, float, float]:
@@ -178,29 +275,6 @@ async def latency(messages: int, ues: int) -> tuple[float, float, float]:
     )
     delays: list[float] = []
     stop = threading.Event()
-
-    def publish() -> None:
-        seq = 0
-        while not stop.is_set():
-            for ue in range(ues):
-                publisher.send(
-                    TelemetryMessage(
-                        cell_id=1,
-                        rnti=0x46 + ue,
-                        lcid=3,
-                        timestamp_ns=time.time_ns(),
-                        tti=seq * 10,
-                        seq=seq,
-                        period_us=10_000,
-                        dl_queue_new_bytes=120_000,
-                        dl_queue_limit_bytes=300_000,
-                        dl_sched_new_bytes=25_000,
-                        ue_ip=f"172.16.{ue // 250}.{ue % 250 + 2}",
-                    )
-                )
-            seq += 1
-            time.sleep(0.01)
-
     async with Proxy(config) as proxy:
         handle = proxy.on_telemetry
 
@@ -210,7 +284,7 @@ async def latency(messages: int, ues: int) -> tuple[float, float, float]:
             delays.extend((done - message.timestamp_ns) / 1e6 for message in batch)
 
         proxy.on_telemetry = timed  # type: ignore[method-assign,assignment]
-        thread = threading.Thread(target=publish, daemon=True)
+        thread = threading.Thread(target=_publish, args=(publisher, ues, stop), daemon=True)
         thread.start()
         await asyncio.sleep(0.5)
         delays.clear()  # the subscription settling is not part of the measurement
@@ -235,18 +309,30 @@ def main() -> None:
         for name, p50, p99, wall in step_cost(1000, 1000):
             table.add_row(name, "1000", f"{p50:.2f}", f"{p99:.2f}", f"{wall:.2f}")
         console.print(table)
+        table = Table("smvs, 1 UE", "wall p50 ms", "wall p99 ms", title="controller step, one UE")
+        for name, p50, p99 in idle_step_cost(500):
+            table.add_row(name, f"{p50:.3f}", f"{p99:.3f}")
+        console.print(table)
     if args.only in (None, "latency"):
-        table = Table("UEs per burst", "p50 ms", "p99 ms", "max ms", title="telemetry to decision, loopback")
-        for ues, messages in ((1, 2000), (1000, 100)):
-            p50, p99, worst = asyncio.run(latency(messages, ues))
-            table.add_row(str(ues), f"{p50:.3f}", f"{p99:.3f}", f"{worst:.3f}")
+        table = Table("path", "UEs per burst", "p50 ms", "p99 ms", "max ms", title="telemetry to decision, loopback")
+        for name, ues, (p50, p99, worst) in (
+            ("bare SUB socket, own thread (reference)", 1, transport(2000)),
+            ("proxy: decision applied", 1, asyncio.run(latency(2000, 1))),
+            ("proxy: decision applied", 1000, asyncio.run(latency(100, 1000))),
+        ):
+            table.add_row(name, str(ues), f"{p50:.3f}", f"{p99:.3f}", f"{worst:.3f}")
         console.print(table)
     if args.only in (None, "relay"):
         table = Table(
-            "path", "flows", "Gbit/s (median)", "x socat", title=f"relay throughput, iperf3 -R {args.seconds:g} s"
+            "path",
+            "flows",
+            "Gbit/s (median)",
+            "x socat (medians)",
+            "x socat, each repetition",
+            title=f"relay throughput, iperf3 -R {args.seconds:g} s, {args.repetitions} repetitions",
         )
-        for name, flows, gbps, ratio in asyncio.run(relay(args.seconds, args.repetitions)):
-            table.add_row(name, str(flows), f"{gbps:.2f}", f"{ratio:.2f}")
+        for name, flows, gbps, ratio, low, high in asyncio.run(relay(args.seconds, args.repetitions)):
+            table.add_row(name, str(flows), f"{gbps:.2f}", f"{ratio:.2f}", f"{low:.2f}-{high:.2f}")
         console.print(table)
 
 

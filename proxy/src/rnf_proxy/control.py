@@ -45,11 +45,9 @@ class ControllerState:
 
     def fields(self) -> dict[str, float | int]:
         """The `controller` measurement's fields (grafana/SCHEMA.md): bytes, bit/s, and 0/1 flags."""
-        values: dict[str, float | int] = {
-            "in_band": int(self.in_band) if self.in_band is not None else 0,
-            "outage": int(self.outage),
-            "stale": int(self.fallback),
-        }
+        values: dict[str, float | int] = {"outage": int(self.outage), "stale": int(self.fallback)}
+        if self.in_band is not None:  # only SMVS has a band, and only once q0 is known
+            values["in_band"] = int(self.in_band)
         for key, name, scale in (("w", "w_bytes", 1), ("q", "q_bytes", 1), ("q0", "q0_bytes", 1)):
             value = getattr(self, key)
             if value is not None:

@@ -1,4 +1,5 @@
-"""The split proxy: listener, telemetry, per-UE aggregates and the step clock, in one asyncio loop.
+"""The split proxy: listener, telemetry, per-UE aggregates and the step clock in one asyncio loop; the bytes
+move in the relay engine's threads (`relay.py`).
 
 Python API (what `rnf proxy` and the experiment runner use):
 
@@ -29,6 +30,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import zmq
 from rnf_cli.errors import UserError
 from rnf_telemetry.message import TelemetryMessage
 from rnf_telemetry.record import NullRecorder, Recorder
@@ -45,13 +47,14 @@ from rnf_proxy.feedback import RanController, step_many
 from rnf_proxy.fixed import Fixed, FixedConfig
 from rnf_proxy.interception import Interception
 from rnf_proxy.itcp import Itcp, ItcpConfig
-from rnf_proxy.relay import Flow
+from rnf_proxy.relay import Flow, Relay
 from rnf_proxy.rnf import Rnf, RnfBank, RnfConfig
 from rnf_proxy.scheduler import StrideScheduler
 from rnf_proxy.smvs import Smvs, SmvsBank, SmvsConfig, resolve
 from rnf_proxy.tuning import KernelTuning
 
 OPEN_FILES = 65_536
+TELEMETRY_BURST = 8192  # messages taken per loop iteration at most
 TICK = Tick()
 log = logging.getLogger("rnf.proxy")
 UE_POOL = ipaddress.IPv4Network("172.16.0.0/24")
@@ -109,13 +112,14 @@ class Proxy:
         self.aggregates: dict[str, Aggregate] = {}
         self.counters: Counter[str] = Counter()
         self._new_controller = controller_factory(config)
-        self._enforcement = Enforcement(config.pump_interval_s, config.buffers.free_notsent_bytes)
+        self._enforcement = Enforcement(config.pump_interval_s)
         self._interception: Interception | None = None
         self._tuning: KernelTuning | None = None
         self._listener: socket.socket | None = None
         self._subscriber: Subscriber | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._tick_handle: asyncio.TimerHandle | None = None
+        self._relay: Relay | None = None
         self._flows = 0
         self._checked: set[str] = set()
         self._period_warned = False
@@ -138,6 +142,7 @@ class Proxy:
         self.loop = asyncio.get_running_loop()
         sockets.raise_open_files(OPEN_FILES)
         try:
+            self._relay = Relay(self.loop, config.relay_threads)
             if config.owns_window and config.kernel.tune:
                 self._tuning = KernelTuning(
                     config.namespace, tuple(config.ue_networks), config.kernel.initcwnd_segments
@@ -154,8 +159,10 @@ class Proxy:
                 self._interception.setup()
             self.loop.add_reader(self._listener.fileno(), self._accept)
             telemetry = config.telemetry
-            self._subscriber = Subscriber(telemetry.endpoint, topic_filter(telemetry.cell_id), curve=telemetry.curve())
-            self._spawn(self._telemetry_loop())
+            topic = topic_filter(telemetry.cell_id)
+            context = zmq.Context.instance()  # a plain socket watched by the loop (Subscriber.receive_ready)
+            self._subscriber = Subscriber(telemetry.endpoint, topic, context=context, curve=telemetry.curve())
+            self.loop.add_reader(self._subscriber.fd, self._telemetry_ready)
             self._tick_handle = self.loop.call_later(config.tick_s, self._tick, self.loop.time() + config.tick_s)
         except BaseException:
             await self.close()
@@ -187,6 +194,7 @@ class Proxy:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._subscriber is not None:
+            self.loop.remove_reader(self._subscriber.fd)
             self._subscriber.close()
             self._subscriber = None
         if self._listener is not None:
@@ -195,6 +203,9 @@ class Proxy:
             self._listener = None
         for aggregate in self.aggregates.values():
             aggregate.close()
+        if self._relay is not None:
+            self._relay.close()
+            self._relay = None
         if self._interception is not None:
             self._interception.teardown()
             self._interception = None
@@ -256,7 +267,26 @@ class Proxy:
             return
         self._configure_ue_socket(ue_sock)
         aggregate = self._aggregate(peer[0])
-        flow = Flow(self.loop, ue_sock, server_sock, aggregate, buffers.connection_bytes // 2, target[1])
+        assert self._relay is not None
+        try:
+            flow = Flow(
+                self._relay,
+                ue_sock,
+                server_sock,
+                aggregate,
+                buffers.connection_bytes // 2,
+                target[1],
+                buffers.free_notsent_bytes,
+                controlled=aggregate.controls,
+                held=aggregate.decision.hold_wired,
+            )
+        except OSError as error:  # no pipe or descriptor left
+            log.error("cannot relay a connection from %s:%d: %s", *peer, error.strerror or error)
+            self.counters["relay_failures"] += 1
+            for sock in (ue_sock, server_sock):
+                sockets.reset_on_close(sock)
+                sock.close()
+            return
         traffic_class = config.scheduling.classify(target[1])
         aggregate.add(flow, traffic_class.priority, traffic_class.tickets)
         self._flows += 1
@@ -302,8 +332,9 @@ class Proxy:
         self._flows -= 1
         self.counters["flows_closed"] += 1
         self.counters["flows_reset"] += flow.reset
-        self.counters["bytes_down"] += flow.down.sent
-        self.counters["bytes_up"] += flow.up.sent
+        counters = flow.counters()
+        self.counters["bytes_down"] += counters.down_sent
+        self.counters["bytes_up"] += counters.up_sent
         if isinstance(flow.owner, Aggregate) and flow.owner.flows:
             self._share_buffers(flow.owner)  # the connections left get their share back
 
@@ -312,21 +343,29 @@ class Proxy:
         if aggregate is None:
             scheduler: StrideScheduler[Flow] = StrideScheduler(self.config.scheduling.quantum_bytes)
             controller = self._new_controller()
-            aggregate = Aggregate(ue, controller, self.loop, self._enforcement, scheduler, self._flow_closed)
+            assert self._relay is not None
+            aggregate = Aggregate(
+                ue, controller, self.loop, self._relay, self._enforcement, scheduler, self._flow_closed
+            )
             aggregate.apply(controller.update(TICK, self.loop.time()))
             self.aggregates[ue] = aggregate
         return aggregate
 
     # -- control ----------------------------------------------------------------------------------------
 
-    async def _telemetry_loop(self) -> None:
-        assert self._subscriber is not None
-        while True:
-            messages = await self._subscriber.receive_burst()
+    def _telemetry_ready(self) -> None:
+        """Every message queued is one burst, handled in the loop iteration that saw it arrive."""
+        subscriber = self._subscriber
+        if subscriber is None:
+            return
+        messages = subscriber.receive_ready(TELEMETRY_BURST)
+        if messages:
             try:
                 self.on_telemetry(messages, self.loop.time())
             except Exception:  # a bad step must not end the subscription
                 log.exception("telemetry burst of %d messages failed", len(messages))
+        if subscriber.pending:  # ZMQ_FD fires once per arrival: what is still queued is taken now
+            self.loop.call_soon(self._telemetry_ready)
 
     def on_telemetry(self, messages: list[TelemetryMessage], now: float) -> None:
         """One burst of telemetry: one step for every UE it reports."""
@@ -402,8 +441,10 @@ class Proxy:
 
     def stats(self) -> dict[str, int]:
         """Counters: connections, bytes relayed, telemetry accepted and dropped by kind."""
-        live_down = sum(flow.down.sent for a in self.aggregates.values() for flow in a.flows)
-        live_up = sum(flow.up.sent for a in self.aggregates.values() for flow in a.flows)
+        live = [flow for aggregate in self.aggregates.values() for flow in aggregate.flows]
+        counters = self._relay.counters(live) if self._relay is not None and live else []
+        live_down = sum(flow.down_sent for flow in counters)
+        live_up = sum(flow.up_sent for flow in counters)
         result = dict(self.counters)
         result["flows_active"] = self._flows
         result["bytes_down"] = self.counters["bytes_down"] + live_down

@@ -1,87 +1,98 @@
-"""The split connection: two TCP sockets and, in each direction, a kernel pipe between them.
+"""The split connections' data path: a native engine that moves the bytes, and the handles Python keeps.
 
-Bytes move with splice(2), socket to pipe and pipe to socket, without a copy through Python. Each direction
-is a `Pipe` that knows exactly how many bytes it holds; the proxy's buffer for a connection is that pipe plus
-the wired socket's receive queue, and both are bounded (`Flow.set_share`). The downlink (server to UE) drains
-only as far as its owner allows (`FlowOwner`, the UE's aggregate that enforces the controller's decision);
-the uplink drains freely.
+The engine (`proxy/relay/`, Rust, `INTERFACE.md` there) runs its own threads, outside the interpreter lock:
+each split connection is two sockets and a kernel pipe per direction, moved by splice(2). It bounds each
+connection's downlink pipe, stops reading from a held server, carries an end of file across as a FIN once
+its pipe is empty (half-close works both ways) and an error on either side as a RST on both. Sockets of a
+peer that vanished are aborted by keepalive and TCP_USER_TIMEOUT (`sockets.set_peer_timeout`), which the
+engine sees as an error like any other.
 
-Close and reset are carried across: an end-of-file becomes a FIN toward the other side once the pipe is
-empty (half-close works both ways); a reset or any error on one side becomes a RST on the other. Sockets of a
-peer that vanished are aborted by keepalive and TCP_USER_TIMEOUT (`sockets.set_peer_timeout`), which lands
-here as an error like any other.
+The uplink always drains freely, and so does the downlink of a *free* flow (itcp), as far as the UE socket's
+unsent bytes stay under TCP_NOTSENT_LOWAT. The downlink of a *controlled* flow leaves only when its owner,
+the UE's aggregate, says how much (`Relay.send`): the controller's window or quota stays in Python. The engine
+tells the owner (`FlowOwner`) about new data it has not looked at, about the UE socket taking more after a
+send it could not complete, and about the end of the flow, through an eventfd the asyncio loop watches.
+
+Python keeps the socket objects (and closes them); the engine never closes a socket.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
+import ctypes
 import logging
 import os
 import socket
+from collections.abc import Iterator, Sequence
+from functools import cache
+from pathlib import Path
 from typing import Protocol
+
+from rnf_cli.errors import UserError
 
 from rnf_proxy import sockets
 
-F_SETPIPE_SZ = 1031
-SPLICE_FLAGS = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
+LIBRARY_NAME = "librnf_relay.so"
+EVENT_DATA, EVENT_WRITABLE, EVENT_CLOSED = 1, 2, 3
+FLAG_CLOSED, FLAG_RESET = 1, 2
+EVENT_BATCH = 256
 log = logging.getLogger("rnf.proxy")
 
+_U64 = ctypes.c_uint64
+_ENGINE = ctypes.c_void_p
 
-class Pipe:
-    """One direction: `source` socket -> kernel pipe -> `sink` socket."""
 
-    def __init__(self, source: socket.socket, sink: socket.socket, capacity: int) -> None:
-        self.source, self.sink = source.fileno(), sink.fileno()
-        self.read_end, self.write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self.capacity = fcntl.fcntl(self.write_end, F_SETPIPE_SZ, capacity)
-        self.limit = self.capacity  # bytes this direction may hold in the pipe
-        self.buffered = 0
-        self.eof = False  # the source sent its FIN
-        self.shut = False  # the FIN went on to the sink
-        self.stalled = False  # the pipe refused more: no free slot
-        self.received = 0
-        self.sent = 0
+class _Event(ctypes.Structure):
+    _fields_ = (("flow", _U64), ("kind", ctypes.c_uint32), ("padding", ctypes.c_uint32))
 
-    def fill(self) -> int:
-        """Move what the source has into the pipe, up to the limit; 0 at end of file or when full."""
-        room = self.limit - self.buffered
-        if room <= 0:
-            self.stalled = True
-            return 0
-        try:
-            moved = os.splice(self.source, self.write_end, room, flags=SPLICE_FLAGS)
-        except BlockingIOError:
-            # with bytes already in the pipe, EAGAIN means no free pipe slot; otherwise no data yet
-            self.stalled = self.buffered > 0
-            return 0
-        if moved == 0:
-            self.eof = True
-        self.buffered += moved
-        self.received += moved
-        return moved
 
-    def drain(self, limit: int) -> int:
-        """Move up to `limit` bytes from the pipe to the sink; fewer when the sink's buffer is full."""
-        want = min(self.buffered, limit)
-        if want <= 0:
-            return 0
-        try:
-            moved = os.splice(self.read_end, self.sink, want, flags=SPLICE_FLAGS)
-        except BlockingIOError:
-            return 0
-        self.buffered -= moved
-        self.sent += moved
-        self.stalled = False
-        return moved
+class FlowCounters(ctypes.Structure):
+    """A flow's counters in bytes, as the engine reports them (`FlowInfo` in INTERFACE.md)."""
 
-    @property
-    def finished(self) -> bool:
-        return self.eof and self.buffered == 0
+    _fields_ = (
+        ("down_buffered", _U64),
+        ("down_received", _U64),
+        ("down_sent", _U64),
+        ("up_buffered", _U64),
+        ("up_received", _U64),
+        ("up_sent", _U64),
+        ("flags", _U64),
+    )
 
-    def close(self) -> None:
-        os.close(self.read_end)
-        os.close(self.write_end)
+
+def library_path() -> Path:
+    """The engine: $RNF_RELAY_LIB, or the repository's release build."""
+    override = os.environ.get("RNF_RELAY_LIB")
+    path = Path(override) if override else Path(__file__).resolve().parents[2] / "relay/target/release" / LIBRARY_NAME
+    if not path.is_file():
+        raise UserError(f"the proxy's relay engine {path} is not built; run `make setup` (as root)")
+    return path
+
+
+@cache
+def _library() -> ctypes.CDLL:
+    library = ctypes.CDLL(str(library_path()), use_errno=True)  # ctypes releases the GIL during every call
+    ids, engine, i32 = ctypes.POINTER(_U64), _ENGINE, ctypes.c_int
+    for name, restype, argtypes in (
+        ("rnf_relay_new", engine, [ctypes.c_uint32]),
+        ("rnf_relay_free", None, [engine]),
+        ("rnf_relay_notify_fd", i32, [engine]),
+        ("rnf_relay_add", i32, [engine, i32, i32, _U64, _U64, i32, i32, ids]),
+        ("rnf_relay_configure", i32, [engine, _U64, _U64, i32, i32]),
+        ("rnf_relay_send", _U64, [engine, ids, ids, ids, ctypes.c_size_t]),
+        ("rnf_relay_info", None, [engine, ids, ctypes.POINTER(FlowCounters), ctypes.c_size_t]),
+        ("rnf_relay_demand", ctypes.c_size_t, [engine, ids, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint32), ids]),
+        ("rnf_relay_queued", _U64, [engine, ids, ctypes.c_size_t, i32]),
+        ("rnf_relay_remove", None, [engine, _U64]),
+        ("rnf_relay_events", ctypes.c_size_t, [engine, ctypes.POINTER(_Event), ctypes.c_size_t]),
+    ):
+        function = getattr(library, name)
+        function.restype, function.argtypes = restype, argtypes
+    return library
+
+
+def _ids(flows: Sequence[Flow]) -> ctypes.Array[_U64]:
+    return (_U64 * len(flows))(*(flow.id for flow in flows))
 
 
 class FlowOwner(Protocol):
@@ -94,181 +105,224 @@ class FlowOwner(Protocol):
     def on_closed(self, flow: Flow) -> None: ...
 
 
+class Relay:
+    """The engine with `threads` worker threads; its events reach the flows' owners on `loop`."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, threads: int) -> None:
+        self._lib = _library()
+        self._engine = self._lib.rnf_relay_new(threads)
+        if not self._engine:
+            error = ctypes.get_errno()
+            raise OSError(error, f"relay engine: {os.strerror(error)}")
+        self.loop = loop
+        self.flows: dict[int, Flow] = {}
+        self._events = (_Event * EVENT_BATCH)()
+        self._notify_fd = self._lib.rnf_relay_notify_fd(self._engine)
+        loop.add_reader(self._notify_fd, self._on_events)
+
+    def close(self) -> None:
+        """Stop the worker threads; the flows must be closed first."""
+        if self._engine:
+            self.loop.remove_reader(self._notify_fd)
+            self._lib.rnf_relay_free(self._engine)
+            self._engine = None
+
+    def add(self, flow: Flow, pipe_bytes: int, notsent_limit: int, controlled: bool, held: bool) -> int:
+        flow_id = _U64()
+        result = self._lib.rnf_relay_add(
+            self._engine, flow.ue_fd, flow.server_fd, pipe_bytes, notsent_limit, controlled, held, ctypes.byref(flow_id)
+        )
+        if result < 0:
+            raise OSError(-result, f"relay: {os.strerror(-result)}")
+        self.flows[flow_id.value] = flow
+        return flow_id.value
+
+    def configure(self, flow: Flow) -> None:
+        self._lib.rnf_relay_configure(self._engine, flow.id, flow.limit, flow.held, flow.controlled)
+
+    def send(self, grants: dict[Flow, int]) -> dict[Flow, int]:
+        """Controlled flows: move up to each grant toward the UE now; the bytes each moved."""
+        flows = list(grants)
+        limits = (_U64 * len(flows))(*grants.values())
+        moved = (_U64 * len(flows))()
+        self._lib.rnf_relay_send(self._engine, _ids(flows), limits, moved, len(flows))
+        return dict(zip(flows, moved, strict=True))
+
+    def counters(self, flows: Sequence[Flow]) -> ctypes.Array[FlowCounters]:
+        """Each flow's counters; looking re-arms its data event."""
+        out = (FlowCounters * len(flows))()
+        self._lib.rnf_relay_info(self._engine, _ids(flows), out, len(flows))
+        return out
+
+    def demand(self, group: FlowGroup) -> dict[Flow, int]:
+        """Bytes waiting in the downlink pipes of the group's flows, for those that have some; looking re-arms
+        their data events."""
+        flows, ids = group.arrays()
+        if not flows:
+            return {}
+        indices, buffered = (ctypes.c_uint32 * len(flows))(), (_U64 * len(flows))()
+        found = self._lib.rnf_relay_demand(self._engine, ids, len(flows), indices, buffered)
+        return {flows[index]: amount for index, amount in zip(indices[:found], buffered[:found], strict=True)}
+
+    def queued(self, group: FlowGroup, unsent_only: bool = False) -> int:
+        """What the UE sockets of the group's flows hold, summed: SIOCOUTQ, or SIOCOUTQNSD when `unsent_only`."""
+        flows, ids = group.arrays()
+        if not flows:
+            return 0
+        return int(self._lib.rnf_relay_queued(self._engine, ids, len(flows), unsent_only))
+
+    def remove(self, flow: Flow) -> None:
+        self._lib.rnf_relay_remove(self._engine, flow.id)
+        self.flows.pop(flow.id, None)
+
+    def _on_events(self) -> None:
+        while True:
+            count = self._lib.rnf_relay_events(self._engine, self._events, EVENT_BATCH)
+            for event in self._events[:count]:
+                flow = self.flows.get(event.flow)
+                if flow is None:  # removed by the proxy after the event was queued
+                    continue
+                if event.kind == EVENT_DATA:
+                    flow.owner.on_data(flow)
+                elif event.kind == EVENT_WRITABLE:
+                    flow.owner.on_writable(flow)
+                elif event.kind == EVENT_CLOSED:
+                    flow.ended()
+            if count < EVENT_BATCH:
+                return
+
+
+class FlowGroup:
+    """An ordered set of flows (one UE's), with the array of ids the engine's batch calls take kept between
+    calls."""
+
+    def __init__(self) -> None:
+        self._flows: dict[Flow, None] = {}
+        self._arrays: tuple[list[Flow], ctypes.Array[_U64]] | None = None
+
+    def add(self, flow: Flow) -> None:
+        self._flows[flow] = None
+        self._arrays = None
+
+    def discard(self, flow: Flow) -> None:
+        self._flows.pop(flow, None)
+        self._arrays = None
+
+    def arrays(self) -> tuple[list[Flow], ctypes.Array[_U64]]:
+        if self._arrays is None:
+            flows = list(self._flows)
+            self._arrays = flows, _ids(flows)
+        return self._arrays
+
+    def __iter__(self) -> Iterator[Flow]:
+        return iter(self._flows)
+
+    def __len__(self) -> int:
+        return len(self._flows)
+
+    def __contains__(self, flow: object) -> bool:
+        return flow in self._flows
+
+
+class Direction:
+    """A view of one direction's counters (bytes): `buffered` in the pipe, `received`, `sent`."""
+
+    def __init__(self, flow: Flow, downlink: bool) -> None:
+        self.flow, self.downlink = flow, downlink
+
+    def _counter(self, name: str) -> int:
+        counters = self.flow.counters()
+        return int(getattr(counters, f"{'down' if self.downlink else 'up'}_{name}"))
+
+    @property
+    def buffered(self) -> int:
+        return self._counter("buffered")
+
+    @property
+    def received(self) -> int:
+        return self._counter("received")
+
+    @property
+    def sent(self) -> int:
+        return self._counter("sent")
+
+
 class Flow:
     """A split TCP connection: `ue` is the socket toward the UE, `server` the one toward the server."""
 
     def __init__(
         self,
-        loop: asyncio.AbstractEventLoop,
+        relay: Relay,
         ue: socket.socket,
         server: socket.socket,
         owner: FlowOwner,
         pipe_bytes: int,
         server_port: int,
+        notsent_limit: int,
+        controlled: bool,
+        held: bool = False,
     ) -> None:
-        self.loop, self.ue, self.server, self.owner = loop, ue, server, owner
+        self.relay, self.ue, self.server, self.owner = relay, ue, server, owner
         self.server_port = server_port
         self.ue_fd, self.server_fd = ue.fileno(), server.fileno()
-        self.down = Pipe(server, ue, pipe_bytes)
-        self.up = Pipe(ue, server, pipe_bytes)
-        self.held = False  # the owner holds the server back (link stall)
+        self.limit = pipe_bytes  # bytes the downlink may hold in its pipe (the engine caps it at the pipe's size)
+        self.held = held  # the owner holds the server back (link stall)
+        self.controlled = controlled  # the owner says how much of the downlink leaves
         self.closed = False
         self.reset = False  # ended by an error, carried as RST
-        self.unsent = 0  # FREE mode: an upper bound of the UE socket's unsent bytes
         self.acked_base = (0, 0, 0)  # TCP_INFO bytes_acked, total_retrans, total_rto at the last ACK sample
-        self._reading_server = False
-        self._reading_ue = False
-        self._writing_ue = False
-        self._writing_server = False
-        self._update_reading()
+        self._final: FlowCounters | None = None
+        self.down, self.up = Direction(self, True), Direction(self, False)
+        self.id = relay.add(self, pipe_bytes, notsent_limit, controlled, held)
 
-    # -- reading ----------------------------------------------------------------------------------------
-
-    def _update_reading(self) -> None:
-        want_server = not (self.closed or self.down.eof or self.held or self.down.stalled)
-        want_server = want_server and self.down.buffered < self.down.limit
-        if want_server != self._reading_server:
-            if want_server:
-                self.loop.add_reader(self.server_fd, self._server_readable)
-            else:
-                self.loop.remove_reader(self.server_fd)
-            self._reading_server = want_server
-        want_ue = not (self.closed or self.up.eof or self.up.stalled) and self.up.buffered < self.up.limit
-        if want_ue != self._reading_ue:
-            if want_ue:
-                self.loop.add_reader(self.ue_fd, self._ue_readable)
-            else:
-                self.loop.remove_reader(self.ue_fd)
-            self._reading_ue = want_ue
-
-    def _server_readable(self) -> None:
-        try:
-            self.down.fill()
-        except OSError as error:
-            self.abort(f"server side: {error.strerror or error}")
-            return
-        self.owner.on_data(self)
-        if not self.closed:
-            self._update_reading()
-            self._forward_fin(self.down, self.ue)
-
-    def _ue_readable(self) -> None:
-        try:
-            self.up.fill()
-        except OSError as error:
-            self.abort(f"UE side: {error.strerror or error}")
-            return
-        self._drain_up()
+    def counters(self) -> FlowCounters:
+        if self._final is not None:
+            return self._final
+        counters: FlowCounters = self.relay.counters([self])[0]
+        return counters
 
     def hold(self, held: bool) -> None:
         """Stop (or resume) reading from the server: its receive window closes as the buffer fills."""
-        self.held = held
-        self._update_reading()
+        if held != self.held and not self.closed:
+            self.held = held
+            self.relay.configure(self)
+
+    def control(self, controlled: bool) -> None:
+        """Whether the owner (controlled) or the kernel's send buffer (free) says how much leaves."""
+        if controlled != self.controlled and not self.closed:
+            self.controlled = controlled
+            self.relay.configure(self)
 
     def set_share(self, share: int) -> None:
         """This connection's part of the UE's and the proxy's buffer: half in the pipe, half in the wired
         socket's receive buffer, which bounds the window the server sees (a lower share takes effect as the
         server fills the window it was already given)."""
+        if self.closed:
+            return
         half = max(share // 2, 4096)
-        self.down.limit = min(half, self.down.capacity)
-        if not self.closed:
-            try:
-                sockets.set_receive_buffer(self.server, half)
-            except OSError:
-                pass
-            self._update_reading()
-
-    # -- writing ----------------------------------------------------------------------------------------
-
-    def send_down(self, limit: int) -> int:
-        """Move up to `limit` bytes toward the UE; registers for writability when the socket is full."""
-        if self.closed:
-            return 0
+        self.limit = half
         try:
-            moved = self.down.drain(limit)
-        except OSError as error:
-            self.abort(f"UE side: {error.strerror or error}")
-            return 0
-        if self.down.buffered > 0 and moved < limit:
-            self.wait_writable()
-        if moved and not self._reading_server:
-            self._update_reading()
-        self._forward_fin(self.down, self.ue)
-        return moved
+            sockets.set_receive_buffer(self.server, half)
+        except OSError:
+            pass
+        self.relay.configure(self)
 
-    def wait_writable(self) -> None:
-        """Ask the owner to come back when the UE socket takes more (EPOLLOUT: send buffer space, and unsent
-        bytes below TCP_NOTSENT_LOWAT)."""
-        if not self._writing_ue and not self.closed:
-            self.loop.add_writer(self.ue_fd, self._ue_writable)
-            self._writing_ue = True
-
-    def _ue_writable(self) -> None:
-        self.loop.remove_writer(self.ue_fd)
-        self._writing_ue = False
-        self.owner.on_writable(self)
-
-    def _drain_up(self) -> None:
-        try:
-            self.up.drain(self.up.buffered)
-        except OSError as error:
-            self.abort(f"server side: {error.strerror or error}")
-            return
-        blocked = self.up.buffered > 0
-        if blocked != self._writing_server:
-            if blocked:
-                self.loop.add_writer(self.server_fd, self._drain_up)
-            else:
-                self.loop.remove_writer(self.server_fd)
-            self._writing_server = blocked
-        self._update_reading()
-        self._forward_fin(self.up, self.server)
-
-    def _forward_fin(self, pipe: Pipe, sink: socket.socket) -> None:
-        if self.closed or pipe.shut or not pipe.finished:
-            return
-        pipe.shut = True
-        try:
-            sink.shutdown(socket.SHUT_WR)
-        except OSError as error:
-            self.abort(f"half-close: {error.strerror or error}")
-            return
-        if self.down.shut and self.up.shut:
-            self.close()
-
-    # -- ending -----------------------------------------------------------------------------------------
-
-    def abort(self, reason: str) -> None:
-        """An error on one side (a reset, a timeout, a vanished peer): RST both sockets and free everything.
-        The failed side is gone already; the other side learns of the failure as a reset."""
-        if self.closed:
-            return
-        log.debug("flow %s aborted: %s", self.describe(), reason)
-        self.reset = True
-        for sock in (self.ue, self.server):
-            try:
-                sockets.reset_on_close(sock)
-            except OSError:
-                pass
+    def ended(self) -> None:
+        """The engine ended the flow: both FINs carried, or reset (its sockets then close with a RST)."""
+        counters = self.counters()
+        self.reset = bool(counters.flags & FLAG_RESET)
+        if self.reset:
+            log.debug("flow %s reset", self.describe())
         self.close()
 
     def close(self) -> None:
         if self.closed:
             return
+        self._final = self.counters()
         self.closed = True
-        for fd, reading, writing in (
-            (self.server_fd, self._reading_server, self._writing_server),
-            (self.ue_fd, self._reading_ue, self._writing_ue),
-        ):
-            if reading:
-                self.loop.remove_reader(fd)
-            if writing:
-                self.loop.remove_writer(fd)
-        self._reading_server = self._reading_ue = self._writing_ue = self._writing_server = False
+        self.relay.remove(self)
         self.ue.close()
         self.server.close()
-        self.down.close()
-        self.up.close()
         self.owner.on_closed(self)
 
     def describe(self) -> str:

@@ -61,6 +61,11 @@ class VirtualCell:
         self._first_report = asyncio.Event()
         self._started_at = 0.0
 
+    @property
+    def telemetry_endpoint(self) -> str:
+        """Where the cell publishes its telemetry (from the caller's process, in the caller's namespace)."""
+        return self.config.telemetry.endpoint
+
     async def __aenter__(self) -> VirtualCell:
         self.workdir.mkdir(parents=True, exist_ok=True)
         trace_files = []

@@ -67,19 +67,33 @@ class MarkovTrace(Strict):
     duration_s: PositiveFloat = 60.0
 
 
+class RayleighTrace(Strict):
+    """Rayleigh fast fading at the Doppler of `speed_kmh` (Jakes' sum of sinusoids), around `mean_snr_db`, mapped
+    to a rate over `bandwidth_mhz` by 3GPP TR 36.942's attenuated Shannon bound (0.6 log2(1 + SNR), nothing below
+    -10 dB, at most 4.4 bit/s/Hz)."""
+
+    generator: Literal["rayleigh"]
+    mean_snr_db: float = Field(ge=-10, le=40)
+    speed_kmh: NonNegativeFloat
+    carrier_ghz: PositiveFloat = 2.0
+    bandwidth_mhz: PositiveFloat = 5.0
+    duration_s: PositiveFloat = 60.0
+
+
 TraceSpec = Annotated[
     Annotated[TraceFile, Tag("file")]
     | Annotated[ConstantTrace, Tag("constant")]
     | Annotated[PiecewiseTrace, Tag("piecewise")]
     | Annotated[OnOffTrace, Tag("onoff")]
-    | Annotated[MarkovTrace, Tag("markov")],
+    | Annotated[MarkovTrace, Tag("markov")]
+    | Annotated[RayleighTrace, Tag("rayleigh")],
     Discriminator(
         file_or_generator,
         custom_error_type="trace_kind",
-        custom_error_message="a trace needs `file = ...` or `generator = constant|piecewise|onoff|markov`",
+        custom_error_message="a trace needs `file = ...` or `generator = constant|piecewise|onoff|markov|rayleigh`",
     ),
 ]
-TRACE_TAGS = ("file", "constant", "piecewise", "onoff", "markov")
+TRACE_TAGS = ("file", "constant", "piecewise", "onoff", "markov", "rayleigh")
 
 
 class Outage(Strict):

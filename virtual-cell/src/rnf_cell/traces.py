@@ -23,6 +23,7 @@ from rnf_cell.config import (
     OnOffTrace,
     Outage,
     PiecewiseTrace,
+    RayleighTrace,
     TraceFile,
     TraceSpec,
 )
@@ -99,6 +100,41 @@ def markov(
         position += length
         good = not good
     return from_rates(rates)
+
+
+SPEED_OF_LIGHT = 299_792_458.0
+JAKES_PATHS = 32
+SHANNON_ATTENUATION = 0.6  # 3GPP TR 36.942 Annex A.2, downlink
+SNR_MIN_DB = -10.0
+SPECTRAL_EFFICIENCY_MAX = 4.4  # bit/s/Hz
+
+
+def rayleigh_power(ttis: int, doppler_hz: float, rng: np.random.Generator) -> npt.NDArray[np.float64]:
+    """|h|^2 per TTI of a Rayleigh channel with maximum Doppler `doppler_hz`: a sum of sinusoids with random
+    arrival angles and phases (Jakes' model), normalised to mean power 1."""
+    t = np.arange(ttis) * TTI_S
+    angles = rng.uniform(0, 2 * np.pi, JAKES_PATHS)
+    phases = rng.uniform(0, 2 * np.pi, JAKES_PATHS)
+    h = np.zeros(ttis, dtype=np.complex128)
+    for angle, phase in zip(angles, phases, strict=True):
+        h += np.exp(1j * (2 * np.pi * doppler_hz * np.cos(angle) * t + phase))
+    return np.abs(h) ** 2 / JAKES_PATHS
+
+
+def attenuated_shannon_bps(snr_db: npt.ArrayLike, bandwidth_hz: float) -> npt.NDArray[np.float64]:
+    """3GPP TR 36.942 A.2: rate = B * min(0.6 log2(1 + SNR), 4.4) above -10 dB, else 0."""
+    snr = np.asarray(snr_db, dtype=np.float64)
+    efficiency = np.minimum(SHANNON_ATTENUATION * np.log2(1 + 10 ** (snr / 10)), SPECTRAL_EFFICIENCY_MAX)
+    return np.where(snr < SNR_MIN_DB, 0.0, efficiency * bandwidth_hz)
+
+
+def rayleigh(spec: RayleighTrace, rng: np.random.Generator) -> Trace:
+    """Rayleigh fading around a mean SNR, as capacity (paper 000's indoor/pedestrian/vehicular/rural UEs differ in
+    speed, so Doppler, and in distance, so mean SNR)."""
+    ttis = _ttis(spec.duration_s)
+    doppler_hz = spec.speed_kmh / 3.6 * spec.carrier_ghz * 1e9 / SPEED_OF_LIGHT
+    snr_db = spec.mean_snr_db + 10 * np.log10(np.maximum(rayleigh_power(ttis, doppler_hz, rng), 1e-12))
+    return from_rates(attenuated_shannon_bps(snr_db, spec.bandwidth_mhz * 1e6))
 
 
 def read_mahimahi(path: Path) -> Trace:
@@ -241,6 +277,8 @@ def build(spec: TraceSpec, rng: np.random.Generator) -> Trace:
             return onoff(spec.rate_mbps, spec.on_s, spec.off_s)
         case MarkovTrace():
             return markov(spec.good_mbps, spec.bad_mbps, spec.mean_good_s, spec.mean_bad_s, spec.duration_s, rng)
+        case RayleighTrace():
+            return rayleigh(spec, rng)
     if spec.scale != 1.0:
         outage = trace == OUTAGE
         trace = from_rates(capacity_bps(trace) * spec.scale)

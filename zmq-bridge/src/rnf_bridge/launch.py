@@ -36,8 +36,11 @@ def missing_system_modules() -> str | None:
 
 
 @contextmanager
-def flowgraph_process(plan: Plan, ready_file: Path | None = None, **popen: Any) -> Iterator[subprocess.Popen[Any]]:
-    """The flowgraph running `plan` in a child process, which stops when this process dies; terminated on exit."""
+def flowgraph_process(
+    plan: Plan, ready_file: Path | None = None, namespace: str | None = None, **popen: Any
+) -> Iterator[subprocess.Popen[Any]]:
+    """The flowgraph running `plan` in a child process (in network namespace `namespace`, where the radios' sockets
+    are), which stops when this process dies; terminated on exit."""
     with tempfile.TemporaryDirectory(prefix="rnf-bridge-") as folder:
         root = Path(folder)
         (root / "rnf_bridge").symlink_to(PACKAGE, target_is_directory=True)
@@ -46,6 +49,8 @@ def flowgraph_process(plan: Plan, ready_file: Path | None = None, **popen: Any) 
         command = [SYSTEM_PYTHON, "-m", "rnf_bridge.flowgraph", str(plan_file), "--parent", str(os.getpid())]
         if ready_file is not None:
             command += ["--ready-file", str(ready_file)]
+        if namespace is not None:  # `ip netns exec` execs the command, so the pid stays the flowgraph's
+            command = ["ip", "netns", "exec", namespace, *command]
         environment = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
         environment["PYTHONPATH"] = folder
         process = subprocess.Popen(command, env=environment, **popen)

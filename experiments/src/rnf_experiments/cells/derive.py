@@ -1,0 +1,65 @@
+"""The `cell` series of a srsRAN cell, derived from its telemetry: the eNB has no capacity trace to report.
+
+A virtual cell records its datapath's own counters as the `cell` measurement, with `capacity_bytes` from the trace.
+A real eNB has no such ground truth, so for the srsRAN cell kinds the runner derives the same fields from each
+telemetry message of the UE's data bearer (telemetry/SPEC.md), and the analysis reads them unchanged:
+
+- `delivered_bytes`: `dl_sched_new_bytes`, the transport-block bytes of new transmissions (HARQ retransmissions
+  carry nothing new);
+- `capacity_bytes`: what the scheduler could have given the UE in the period had data waited all of it: the
+  largest transport-block bytes per granted TTI the UE got in the last `WINDOW_NS` (new and retransmissions alike,
+  which reflects its MCS and the PRBs it gets), times the TTIs of the period. A period before the UE's first grant
+  has no estimate, and capacity 0.
+
+So utilization (delivered over capacity while data waited) counts TTIs without a grant, HARQ retransmissions and
+smaller allocations than the UE's recent peak as unused. It is the UE's own ceiling: with several UEs sharing the
+cell, each one's ceiling is the rate it had when scheduled, not a share of the cell.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from rnf_telemetry.message import TelemetryMessage
+
+WINDOW_NS = 1_000_000_000
+TTI_US = 1000
+
+
+@dataclass
+class CapacityEstimate:
+    """One UE's peak transport-block bytes per granted TTI over the last `window_ns` of telemetry time."""
+
+    window_ns: int = WINDOW_NS
+    _peaks: deque[tuple[int, float]] = field(default_factory=deque)  # (time_ns, bytes per granted TTI), decreasing
+
+    def update(self, message: TelemetryMessage) -> int:
+        """The period's `capacity_bytes` after taking in its message."""
+        now = message.timestamp_ns
+        if message.dl_grant_ttis:
+            per_tti = (message.dl_sched_new_bytes + message.dl_sched_retx_bytes) / message.dl_grant_ttis
+            while self._peaks and self._peaks[-1][1] <= per_tti:
+                self._peaks.pop()
+            self._peaks.append((now, per_tti))
+        while len(self._peaks) > 1 and self._peaks[0][0] <= now - self.window_ns:
+            self._peaks.popleft()
+        if not self._peaks:
+            return 0
+        return round(self._peaks[0][1] * message.period_us / TTI_US)
+
+
+def cell_fields(message: TelemetryMessage, capacity_bytes: int) -> dict[str, int]:
+    """The `cell` measurement's fields for one telemetry message (grafana/SCHEMA.md)."""
+    return {
+        "queue_new_bytes": message.dl_queue_new_bytes,
+        "queue_retx_bytes": message.dl_queue_retx_bytes,
+        "queue_sdus": message.dl_queue_sdus,
+        "sched_new_bytes": message.dl_sched_new_bytes,
+        "sched_retx_bytes": message.dl_sched_retx_bytes,
+        "grant_ttis": message.dl_grant_ttis,
+        "capacity_bytes": capacity_bytes,
+        "delivered_bytes": message.dl_sched_new_bytes,
+        "dropped_sdus": message.dl_dropped_sdus,
+        "dropped_bytes": message.dl_dropped_bytes,
+    }

@@ -1,0 +1,61 @@
+"""The `cell` series derived from a srsRAN cell's telemetry: capacity from the UE's recent peak per granted TTI."""
+
+from rnf_experiments.cells.derive import CapacityEstimate, cell_fields
+from rnf_telemetry.message import TelemetryMessage
+
+MS = 1_000_000
+
+
+def message(time_ms: int, grant_ttis: int, new: int, retx: int = 0, queue: int = 0) -> TelemetryMessage:
+    return TelemetryMessage(
+        cell_id=1,
+        rnti=0x46,
+        lcid=3,
+        timestamp_ns=time_ms * MS,
+        tti=time_ms,
+        seq=time_ms // 10,
+        period_us=10_000,
+        dl_grant_ttis=grant_ttis,
+        dl_sched_new_bytes=new,
+        dl_sched_retx_bytes=retx,
+        dl_queue_new_bytes=queue,
+    )
+
+
+def test_no_capacity_before_the_first_grant():
+    assert CapacityEstimate().update(message(10, 0, 0)) == 0
+
+
+def test_a_fully_granted_period_is_its_own_capacity():
+    estimate = CapacityEstimate()
+    assert estimate.update(message(10, 10, 18_000)) == 18_000
+
+
+def test_periods_without_grants_keep_the_recent_peak_so_idle_ttis_count_as_unused():
+    estimate = CapacityEstimate()
+    estimate.update(message(10, 10, 18_000))
+    assert estimate.update(message(20, 0, 0)) == 18_000
+    assert estimate.update(message(30, 5, 4_000)) == 18_000  # a small allocation: the peak stays
+
+
+def test_retransmissions_count_in_the_rate_but_are_not_delivered():
+    estimate = CapacityEstimate()
+    fields = cell_fields(
+        message(10, 10, 12_000, retx=6_000, queue=500), estimate.update(message(10, 10, 12_000, 6_000))
+    )
+    assert fields["capacity_bytes"] == 18_000 and fields["delivered_bytes"] == 12_000
+    assert fields["queue_new_bytes"] == 500
+
+
+def test_the_peak_follows_a_lower_rate_after_the_window():
+    estimate = CapacityEstimate(window_ns=1000 * MS)
+    estimate.update(message(10, 10, 18_000))
+    estimate.update(message(500, 10, 9_000))
+    assert estimate.update(message(1000, 10, 9_000)) == 18_000
+    assert estimate.update(message(1020, 10, 9_000)) == 9_000
+
+
+def test_the_last_peak_holds_through_a_silence_longer_than_the_window():
+    estimate = CapacityEstimate(window_ns=1000 * MS)
+    estimate.update(message(10, 10, 18_000))
+    assert estimate.update(message(5000, 0, 0)) == 18_000
