@@ -18,6 +18,7 @@ def test_short_run_writes_a_complete_results_folder(tmp_path):
     prefix = "r" + uuid.uuid4().hex[:6]
     overrides = [
         "duration_s=4",
+        "repetitions=1",
         f"cell.namespace_prefix='{prefix}'",
         "cell.telemetry.endpoint='tcp://127.0.0.1:5571'",
         "arms=[{name='cubic'}, {name='smvs', kind='proxy', controller={kind='smvs'}}]",

@@ -166,6 +166,7 @@ def recorded_run(tmp_path_factory, influxdb):
         port = probe.getsockname()[1]
     overrides = {
         "duration_s": "3",
+        "repetitions": "1",
         "cell.namespace_prefix": f'"m{uuid.uuid4().hex[:6]}"',
         "cell.telemetry.endpoint": f'"tcp://127.0.0.1:{port}"',
         "cell.ues.0.outages": "[{start_s = 1.0, duration_s = 0.5}]",
