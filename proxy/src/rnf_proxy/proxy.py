@@ -74,8 +74,9 @@ def check_parameters(config: ProxyConfig) -> list[str]:
     if not isinstance(controller, SmvsConfig):
         return []
     resolved = resolve(controller)
-    if resolved is None:
-        return ["smvs: B_max is not configured; the rules are checked when telemetry reports the queue limit"]
+    if resolved is None:  # the normal case with an eNB that reports its queue limit: not a warning
+        log.info("smvs: B_max is not configured; the rules are checked when telemetry reports the queue limit")
+        return []
     report = params.check(resolved)
     broken = [f"smvs parameters break {rule.name}: {rule.detail}" for rule in report.broken]
     if broken and not config.allow_broken_params:
