@@ -200,7 +200,8 @@ def summarize(run: ArmRun) -> dict[str, Any]:
     in_window = (run.packets["arrival_ns"] >= start) & (run.packets["delivery_ns"] <= end)
     delays_ms = (run.packets["delivery_ns"][in_window] - run.packets["arrival_ns"][in_window]) / 1e6
     transfers = [_transfer(f) for f in flows]
-    goodputs = [t["goodput_mbps"] for t in transfers if not math.isnan(t["goodput_mbps"])]
+    measured = [t for t in transfers if not math.isnan(t["goodput_mbps"])]
+    goodputs = [t["goodput_mbps"] for t in measured]
     ues = list(per_ue.values())
     counters = {
         key: sum(role.get(key, 0) for role in run.netstat.values())
@@ -213,7 +214,7 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "sweep_index": run.sweep_index,
         "duration_s": (end - start) / 1e9,
         "utilization": mean([u["utilization"] for u in ues]),
-        "goodput_mbps": sum(goodputs),
+        "goodput_mbps": sum(t["goodput_mbps"] for t in measured if t["kind"] != "upload"),
         "queue_p50_bytes": mean([u["queue_p50_bytes"] for u in ues]),
         "queue_p95_bytes": mean([u["queue_p95_bytes"] for u in ues]),
         "queue_empty_fraction": mean([u["queue_empty_fraction"] for u in ues]),
