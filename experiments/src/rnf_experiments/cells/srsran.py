@@ -93,6 +93,7 @@ class SrsranCell:
         self.telemetry_endpoint = f"ipc://{RUN_DIR}/{spec.namespace_prefix}-telemetry.ipc"
         self.bridge_control = f"ipc://{RUN_DIR}/{spec.namespace_prefix}-bridge.ipc"
         self.stack: SrsStack | None = None
+        self.bridge: subprocess.Popen[bytes] | None = None  # the flowgraph's process (`srsran-zmq`)
         self.unmatched_messages = 0  # telemetry of a bearer whose UE address is not (yet) known
         self._exits = contextlib.ExitStack()
         self._recording: asyncio.Task[None] | None = None
@@ -162,6 +163,7 @@ class SrsranCell:
             process = self._exits.enter_context(
                 flowgraph_process(plan, ready, namespace=self.names.core, stdout=log_file, stderr=subprocess.STDOUT)
             )
+            self.bridge = process
             deadline = time.monotonic() + BRIDGE_READY_S
             while not ready.exists():
                 if process.poll() is not None or time.monotonic() > deadline:
