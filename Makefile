@@ -24,7 +24,7 @@ STAMP := .make
 help:
 	@echo "make demo    install everything, then run a short reproduction of paper 000 Fig. 11 on the virtual cell"
 	@echo "make test    install everything, then run the test suite (as root: it builds network namespaces)"
-	@echo "make bench   the benchmarks behind docs/benchmarks.md"
+	@echo "make bench   the benchmarks behind docs/benchmarks.md (SRSRAN_BUILD=... adds the bridge on the real stack)"
 
 setup: $(STAMP)/system $(STAMP)/python $(DATAPATH) $(RELAY)
 
@@ -76,6 +76,8 @@ bench: setup
 	$(VENV)/bin/python -m rnf_cell.bench
 	$(VENV)/bin/python -m rnf_bridge.bench
 	$(VENV)/bin/python -m rnf_proxy.bench
+	@if [ -n "$$SRSRAN_BUILD" ]; then $(VENV)/bin/python -m rnf_experiments.cells.bench; \
+	else echo "make bench: SRSRAN_BUILD is not set: the bridge on the real stack is not measured"; fi
 
 clean:
 	rm -rf $(STAMP) $(VENV) $(TOOLS) virtual-cell/datapath/target proxy/relay/target
