@@ -1,8 +1,7 @@
 """What smvs and rnf share: the fallback before the first message, and banks that grow."""
 
-import numpy as np
+import pytest
 from rnf_proxy.control import AckSample, Mode, RanSample, Tick
-from rnf_proxy.feedback import RanBatch
 from rnf_proxy.rnf import Rnf, RnfBank, RnfConfig
 
 
@@ -25,10 +24,28 @@ def test_a_bank_grows_and_keeps_its_rows():
 
 
 def test_an_outage_is_flagged_or_a_period_served_nothing_while_data_waited():
-    batch = RanBatch.of([
-        RanSample(queue=0, served=0, period_s=0.01, outage=True),
-        RanSample(queue=5, served=0, period_s=0.01),
-        RanSample(queue=5, served=0, period_s=0.01),
-        RanSample(queue=0, served=0, period_s=0.01),
-    ])  # fmt: skip
-    assert list(batch.link_down(np.array([0.0, 5.0, 0.0, 5.0]))) == [True, True, False, False]
+    bank = RnfBank(RnfConfig(tau_s=0.01))
+    flagged, waiting, newly_waiting, idle = (Rnf(bank=bank) for _ in range(4))
+    for controller, previous_queue in ((flagged, 0), (waiting, 5), (newly_waiting, 0), (idle, 5)):
+        controller.update(RanSample(queue=previous_queue, served=1_000, period_s=0.01), now=0.0)
+    for controller, sample in (
+        (flagged, RanSample(queue=0, served=0, period_s=0.01, outage=True)),
+        (waiting, RanSample(queue=5, served=0, period_s=0.01)),
+        (newly_waiting, RanSample(queue=5, served=0, period_s=0.01)),
+        (idle, RanSample(queue=0, served=0, period_s=0.01)),
+    ):
+        controller.update(sample, now=0.01)
+    assert [controller.state().outage for controller in (flagged, waiting, newly_waiting, idle)] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+
+
+def test_a_report_for_a_row_the_bank_does_not_have_is_refused_before_anything_is_stepped():
+    bank = RnfBank(RnfConfig(tau_s=0.01), capacity=2)
+    Rnf(bank=bank)
+    with pytest.raises(ValueError, match="refused"):
+        bank.step([0, 2], [RanSample(queue=1, served=1, period_s=0.01)] * 2, now=0.0)
+    assert bank.steps[0] == 0

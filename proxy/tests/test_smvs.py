@@ -119,8 +119,10 @@ def test_a_long_horizon_forgets_by_blocks():
 
 def test_d_comes_from_half_the_minimum_rtt_when_not_configured():
     smvs = Smvs(HAND.model_copy(update={"d": None}))
+    smvs.update(report(0, 0), now=0.0)
     assert smvs.d == 1  # the paper's value until an RTT is known
-    smvs.update(AckSample(acked=0, interval_s=TS, in_flight=0, min_rtt_s=0.025, srtt_s=0.03), now=0.0)
+    smvs.update(AckSample(acked=0, interval_s=TS, in_flight=0, min_rtt_s=0.025, srtt_s=0.03), now=TS)
+    smvs.update(report(0, 0), now=2 * TS)
     assert smvs.d == 2  # ceil(0.0125 / 0.01)
 
 

@@ -5,7 +5,11 @@
 //! across and bound each connection's pipe; controlled downlinks move only when the proxy calls
 //! `rnf_relay_send`. Every function returns at once (no call waits on the network), so holding a worker's
 //! lock from the proxy's thread is short.
+//!
+//! The same library steps the RAN-feedback controllers' laws (`control`) over the proxy's bank columns, so
+//! that a telemetry burst becomes decisions in microseconds.
 
+pub mod control;
 mod engine;
 mod flow;
 mod sys;
@@ -207,6 +211,82 @@ pub unsafe extern "C" fn rnf_relay_events(engine: *const Engine, out: *mut Event
     // SAFETY: the caller passes a live engine and room for `capacity` events.
     let (engine, out) = unsafe { (&*engine, std::slice::from_raw_parts_mut(out, capacity)) };
     engine.events(out)
+}
+
+/// The SMVS law (paper 000 eq. 36) for `count` reports, in order, into `outputs`. `columns` points to
+/// `column_count` column pointers of `capacity` rows (`SmvsColumns`). 0, or -EINVAL for a wrong column count,
+/// a row out of range or impossible parameters (nothing is stepped then).
+///
+/// # Safety
+/// The pointers address what they say: the parameters, the columns (`capacity` rows each, the rings
+/// `blocks` and `QUOTA_HISTORY` wide), `count` reports and `count` outputs.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rnf_smvs_step(
+    params: *const control::SmvsParams,
+    columns: *const control::SmvsColumns,
+    column_count: usize,
+    capacity: usize,
+    reports: *const control::Report,
+    count: usize,
+    now: f64,
+    outputs: *mut control::Output,
+) -> i32 {
+    // SAFETY: as the caller promises.
+    unsafe { step_law(control::smvs_step, params, columns, column_count, capacity, reports, count, now, outputs) }
+}
+
+/// The RNF laws (paper 001 eqs. 1-2) for `count` reports, in order, into `outputs`; as `rnf_smvs_step`, with
+/// `RnfColumns`.
+///
+/// # Safety
+/// As `rnf_smvs_step`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rnf_rnf_step(
+    params: *const control::RnfParams,
+    columns: *const control::RnfColumns,
+    column_count: usize,
+    capacity: usize,
+    reports: *const control::Report,
+    count: usize,
+    now: f64,
+    outputs: *mut control::Output,
+) -> i32 {
+    // SAFETY: as the caller promises.
+    unsafe { step_law(control::rnf_step, params, columns, column_count, capacity, reports, count, now, outputs) }
+}
+
+type Law<P, C> = fn(&P, &C, usize, &[control::Report], f64, &mut [control::Output]) -> Result<(), control::Refused>;
+
+/// # Safety
+/// As `rnf_smvs_step`; `C` is a structure of column pointers.
+#[allow(clippy::too_many_arguments)]
+unsafe fn step_law<P, C>(
+    law: Law<P, C>,
+    params: *const P,
+    columns: *const C,
+    column_count: usize,
+    capacity: usize,
+    reports: *const control::Report,
+    count: usize,
+    now: f64,
+    outputs: *mut control::Output,
+) -> i32 {
+    if column_count != std::mem::size_of::<C>() / std::mem::size_of::<*mut f64>() {
+        return -libc::EINVAL;
+    }
+    // SAFETY: as the caller promises.
+    let (params, columns, reports, outputs) = unsafe {
+        (
+            &*params,
+            &*columns,
+            std::slice::from_raw_parts(reports, count),
+            std::slice::from_raw_parts_mut(outputs, count),
+        )
+    };
+    match law(params, columns, capacity, reports, now, outputs) {
+        Ok(()) => 0,
+        Err(_) => -libc::EINVAL,
+    }
 }
 
 #[cfg(test)]

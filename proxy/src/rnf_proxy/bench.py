@@ -242,7 +242,7 @@ def transport(messages: int) -> tuple[float, float, float]:
     """The reference: (p50, p99, max) ms from a message's timestamp to its arrival at a bare SUB socket that
     receives, blocking, in a thread of its own."""
     publisher = Publisher("tcp://127.0.0.1:0")
-    subscriber = zmq.Context.instance().socket(zmq.SUB)
+    subscriber: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.SUB)
     subscriber.setsockopt(zmq.SUBSCRIBE, b"")
     subscriber.connect(publisher.endpoint)
     stop = threading.Event()

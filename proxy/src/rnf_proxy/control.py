@@ -48,10 +48,10 @@ class ControllerState:
         values: dict[str, float | int] = {"outage": int(self.outage), "stale": int(self.fallback)}
         if self.in_band is not None:  # only SMVS has a band, and only once q0 is known
             values["in_band"] = int(self.in_band)
-        for key, name, scale in (("w", "w_bytes", 1), ("q", "q_bytes", 1), ("q0", "q0_bytes", 1)):
+        for key, name in (("w", "w_bytes"), ("q", "q_bytes"), ("q0", "q0_bytes")):
             value = getattr(self, key)
             if value is not None:
-                values[name] = round(value * scale)
+                values[name] = round(value)
         for key, name, scale in (
             ("band", "band_bytes", 1.0),
             ("s", "s_bytes", 1.0),

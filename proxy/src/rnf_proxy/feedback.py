@@ -1,8 +1,10 @@
-"""What the RAN-feedback controllers (`smvs`, `rnf`) share: vectorized banks, freshness and the fallback.
+"""What the RAN-feedback controllers (`smvs`, `rnf`) share: banks of per-UE rows, freshness and the fallback.
 
-Each law is written once, as a *bank*: numpy arrays with one row per UE, stepped for a whole telemetry burst
-at once (an eNB publishes every UE's period back to back), so 1000 UEs cost one vectorized step rather than
-1000 interpreted ones. A per-UE controller is a row of a bank plus the logic around the law:
+Each law is written once, in the proxy's native library (`proxy/relay/src/control.rs`), and steps a *bank*:
+numpy columns with one row per UE, stepped for a whole telemetry burst in one call (an eNB publishes every
+UE's period back to back), so that one UE's step costs microseconds and 1000 UEs stay far inside a period.
+The columns stay Python's: the recorder reads a row's state from them. A per-UE controller is a row of a
+bank plus the logic around the law:
 
 - freshness: telemetry is stale after `stale_periods` periods without a message (5 by default);
 - fallback: while telemetry is stale, or before the first message, the UE is controlled by the
@@ -15,53 +17,45 @@ Pure logic, as every controller: no sockets, no clock.
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
-from dataclasses import dataclass
+from functools import cache
+from itertools import chain
 
 import numpy as np
 
-from rnf_proxy.control import FREE, AckSample, ControllerState, Decision, RanSample, Sample
+from rnf_proxy import native
+from rnf_proxy.control import FREE, AckSample, ControllerState, Decision, Mode, RanSample, Sample
 from rnf_proxy.ewma import Ewma
 
+REPORT_FIELDS = 5
+OUTPUT = np.dtype(  # `Output` in control.rs
+    [("limit", np.int64), ("step", np.int64), ("step_s", np.float64), ("pacing", np.float64)]
+)
 
-@dataclass(frozen=True)
-class RanBatch:
-    """The telemetry of several UEs for one step, as arrays (bytes, seconds)."""
 
-    queue: np.ndarray
-    served: np.ndarray
-    period: np.ndarray
-    flagged: np.ndarray  # the eNB reported an outage
-    queue_limit: np.ndarray
-
-    @classmethod
-    def of(cls, samples: Sequence[RanSample]) -> RanBatch:
-        n = len(samples)
-        return cls(
-            np.fromiter((s.queue for s in samples), float, n),
-            np.fromiter((s.served for s in samples), float, n),
-            np.fromiter((s.period_s for s in samples), float, n),
-            np.fromiter((s.outage for s in samples), bool, n),
-            np.fromiter((s.queue_limit for s in samples), float, n),
-        )
-
-    def link_down(self, previous_queue: np.ndarray) -> np.ndarray:
-        """Outage: flagged, or nothing served for a whole period while data was already waiting."""
-        return self.flagged | ((self.served == 0) & (self.queue > 0) & (previous_queue > 0))
-
-    def rate(self) -> np.ndarray:
-        """b(k), bytes/s."""
-        return np.where(self.period > 0, self.served / np.where(self.period > 0, self.period, 1.0), 0.0)
+@cache
+def laws() -> ctypes.CDLL:
+    """The laws' entry points, called with the interpreter lock held: each returns within microseconds."""
+    library = native.load(ctypes.PyDLL)
+    pointer, size = ctypes.c_void_p, ctypes.c_size_t
+    for name in ("rnf_smvs_step", "rnf_rnf_step"):
+        function = getattr(library, name)
+        function.restype = ctypes.c_int
+        function.argtypes = [pointer, pointer, size, size, pointer, size, ctypes.c_double, pointer]
+    return library
 
 
 class RowBank:
-    """Per-UE arrays, one row per UE, growing by doubling. Subclasses add their columns and the law (`step`).
+    """Per-UE columns, one row per UE, growing by doubling. A subclass adds its columns, in the order of its
+    law's columns structure in control.rs, its native parameters and its law's entry point.
 
     Common columns: the smallest RTT measured (`min_rtt`), the previous queue (outage detection), the step
     count, when telemetry last arrived, whether the fallback is in force, and the last step's recorded
     quantities (`w`, `q`, `b`, `s`, `outage`); and, as a list, the decision in force per row.
     """
 
+    mode: Mode
     min_rtt: np.ndarray
     prev_queue: np.ndarray
     steps: np.ndarray
@@ -73,9 +67,11 @@ class RowBank:
     s: np.ndarray
     outage: np.ndarray
 
-    def __init__(self, capacity: int = 16) -> None:
+    def __init__(self, law: str, parameters: ctypes.Structure, capacity: int = 16) -> None:
         self.size = 0
         self.decisions: list[Decision] = []  # the decision in force, per row
+        self._law = getattr(laws(), law)
+        self._parameters = parameters
         self._allocate(capacity)
 
     def columns(self, capacity: int) -> dict[str, np.ndarray]:
@@ -98,21 +94,47 @@ class RowBank:
             for name, array in fresh.items():
                 array[: self.size] = getattr(self, name)[: self.size]
         self.__dict__.update(fresh)
+        self.capacity = capacity
+        # the law reads and writes the columns in place, through these pointers (the bank keeps the arrays)
+        self._pointers = (ctypes.c_void_p * len(fresh))(*(array.ctypes.data for array in fresh.values()))
 
     def add(self) -> int:
         """A new UE; its row number."""
-        if self.size == len(self.steps):
-            self._allocate(2 * len(self.steps))
+        if self.size == self.capacity:
+            self._allocate(2 * self.capacity)
         self.size += 1
         self.decisions.append(FREE)
         return self.size - 1
 
-    def restart(self, row: int) -> None:
-        """The row comes back from the fallback (nothing to do unless a law keeps history)."""
-
-    def step(self, rows: np.ndarray, batch: RanBatch, now: float) -> list[Decision | None]:
-        """One step of the law for distinct rows; a decision per row, None where it has no parameters yet."""
-        raise NotImplementedError
+    def step(self, rows: Sequence[int], samples: Sequence[RanSample], now: float) -> list[Decision | None]:
+        """One step of the law per (row, sample), in order; None where the row has no parameters yet."""
+        count = len(rows)
+        reports = np.fromiter(  # `Report` in control.rs: five doubles per UE
+            chain.from_iterable(
+                (row, s.queue, s.served, s.period_s, s.outage) for row, s in zip(rows, samples, strict=True)
+            ),
+            np.float64,
+            REPORT_FIELDS * count,
+        )
+        outputs = np.empty(count, OUTPUT)
+        pointers = self._pointers
+        status = self._law(
+            ctypes.byref(self._parameters),
+            pointers,
+            len(pointers),
+            self.capacity,
+            reports.ctypes.data,
+            count,
+            now,
+            outputs.ctypes.data,
+        )
+        if status:
+            raise ValueError(f"{type(self).__name__}: the native law refused the step (rows {list(rows)})")
+        mode = self.mode
+        return [
+            None if limit < 0 else Decision(mode, limit, step, step_s, pacing)
+            for limit, step, step_s, pacing in outputs.tolist()
+        ]
 
     def state(self, row: int) -> ControllerState:
         """The row's last step, for the recorder."""
@@ -165,48 +187,34 @@ class RanController:
 
 
 def step_many(controllers: Sequence[RanController], samples: Sequence[RanSample], now: float) -> list[Decision]:
-    """One telemetry burst: a step for each (controller, sample), vectorized per bank. Decisions in order."""
-    if controllers:
-        first_bank, all_rows = controllers[0].bank, [controller.row for controller in controllers]
-        if len(set(all_rows)) == len(all_rows) and all(controller.bank is first_bank for controller in controllers):
-            return _step_rows(first_bank, list(controllers), list(samples), now)  # the common case: one bank
+    """One telemetry burst: a step for each (controller, sample), one native call per bank. Decisions in order;
+    a UE reported twice is stepped twice."""
+    if not controllers:
+        return []
+    first_bank = controllers[0].bank
+    if all(controller.bank is first_bank for controller in controllers):  # the common case: one bank
+        return _step_rows(first_bank, controllers, samples, now)
+    by_bank: dict[RowBank, list[int]] = {}
+    for index, controller in enumerate(controllers):
+        by_bank.setdefault(controller.bank, []).append(index)
     decisions: list[Decision] = [FREE] * len(controllers)
-    pending = list(range(len(controllers)))
-    while pending:
-        # a vectorized step takes one bank and each row at most once; the rest waits for the next round
-        bank = controllers[pending[0]].bank
-        rows: set[int] = set()
-        batch: list[int] = []
-        later: list[int] = []
-        for i in pending:
-            controller = controllers[i]
-            if controller.bank is bank and controller.row not in rows:
-                rows.add(controller.row)
-                batch.append(i)
-            else:
-                later.append(i)
-        stepped = _step_rows(bank, [controllers[i] for i in batch], [samples[i] for i in batch], now)
-        for i, decision in zip(batch, stepped, strict=True):
-            decisions[i] = decision
-        pending = later
+    for bank, indices in by_bank.items():
+        stepped = _step_rows(bank, [controllers[i] for i in indices], [samples[i] for i in indices], now)
+        for index, decision in zip(indices, stepped, strict=True):
+            decisions[index] = decision
     return decisions
 
 
-def _step_rows(bank: RowBank, controllers: list[RanController], samples: list[RanSample], now: float) -> list[Decision]:
-    rows = np.array([controller.row for controller in controllers])
-    bank.last_report[rows] = now
-    for row in rows[bank.in_fallback[rows]].tolist():
-        bank.restart(row)
-    bank.in_fallback[rows] = False
-    decisions = bank.step(rows, RanBatch.of(samples), now)
-    if any(
-        decision is None for decision in decisions
-    ):  # no parameters yet (B_max neither configured nor reported): the fallback stays
-        for i, decision in enumerate(decisions):
-            if decision is None:
-                controllers[i].take_over()
-                decisions[i] = bank.decisions[controllers[i].row]
+def _step_rows(
+    bank: RowBank, controllers: Sequence[RanController], samples: Sequence[RanSample], now: float
+) -> list[Decision]:
+    stepped = bank.step([controller.row for controller in controllers], samples, now)
+    decisions: list[Decision] = []
     column = bank.decisions
-    for row, decision in zip(rows.tolist(), decisions, strict=True):
-        column[row] = decision  # type: ignore[assignment]
-    return decisions  # type: ignore[return-value]
+    for controller, decision in zip(controllers, stepped, strict=True):
+        if decision is None:  # no parameters yet (B_max neither configured nor reported): the fallback stays
+            controller.take_over()
+            decision = column[controller.row]
+        column[controller.row] = decision
+        decisions.append(decision)
+    return decisions

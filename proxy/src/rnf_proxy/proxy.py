@@ -27,7 +27,7 @@ import logging
 import socket
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import zmq
@@ -47,7 +47,7 @@ from rnf_proxy.feedback import RanController, step_many
 from rnf_proxy.fixed import Fixed, FixedConfig
 from rnf_proxy.interception import Interception
 from rnf_proxy.itcp import Itcp, ItcpConfig
-from rnf_proxy.relay import Flow, Relay
+from rnf_proxy.relay import Flow, FlowCounters, Relay
 from rnf_proxy.rnf import Rnf, RnfBank, RnfConfig
 from rnf_proxy.scheduler import StrideScheduler
 from rnf_proxy.smvs import Smvs, SmvsBank, SmvsConfig, resolve
@@ -161,7 +161,9 @@ class Proxy:
             self.loop.add_reader(self._listener.fileno(), self._accept)
             telemetry = config.telemetry
             topic = topic_filter(telemetry.cell_id)
-            context = zmq.Context.instance()  # a plain socket watched by the loop (Subscriber.receive_ready)
+            context: zmq.Context[zmq.Socket[bytes]] = (
+                zmq.Context.instance()
+            )  # a plain socket watched by the loop (Subscriber.receive_ready)
             self._subscriber = Subscriber(telemetry.endpoint, topic, context=context, curve=telemetry.curve())
             self.loop.add_reader(self._subscriber.fd, self._telemetry_ready)
             self._tick_handle = self.loop.call_later(config.tick_s, self._tick, self.loop.time() + config.tick_s)
@@ -443,7 +445,7 @@ class Proxy:
     def stats(self) -> dict[str, int]:
         """Counters: connections, bytes relayed, telemetry accepted and dropped by kind."""
         live = [flow for aggregate in self.aggregates.values() for flow in aggregate.flows]
-        counters = self._relay.counters(live) if self._relay is not None and live else []
+        counters: Iterable[FlowCounters] = self._relay.counters(live) if self._relay is not None and live else ()
         live_down = sum(flow.down_sent for flow in counters)
         live_up = sum(flow.up_sent for flow in counters)
         result = dict(self.counters)

@@ -25,14 +25,10 @@ import os
 import socket
 from collections.abc import Iterator, Sequence
 from functools import cache
-from pathlib import Path
 from typing import Protocol
 
-from rnf_cli.errors import UserError
+from rnf_proxy import native, sockets
 
-from rnf_proxy import sockets
-
-LIBRARY_NAME = "librnf_relay.so"
 EVENT_DATA, EVENT_WRITABLE, EVENT_CLOSED = 1, 2, 3
 FLAG_CLOSED, FLAG_RESET = 1, 2
 EVENT_BATCH = 256
@@ -60,18 +56,9 @@ class FlowCounters(ctypes.Structure):
     )
 
 
-def library_path() -> Path:
-    """The engine: $RNF_RELAY_LIB, or the repository's release build."""
-    override = os.environ.get("RNF_RELAY_LIB")
-    path = Path(override) if override else Path(__file__).resolve().parents[2] / "relay/target/release" / LIBRARY_NAME
-    if not path.is_file():
-        raise UserError(f"the proxy's relay engine {path} is not built; run `make setup` (as root)")
-    return path
-
-
 @cache
 def _library() -> ctypes.CDLL:
-    library = ctypes.CDLL(str(library_path()), use_errno=True)  # ctypes releases the GIL during every call
+    library = native.load(ctypes.CDLL)  # a CDLL releases the GIL during every call
     ids, engine, i32 = ctypes.POINTER(_U64), _ENGINE, ctypes.c_int
     for name, restype, argtypes in (
         ("rnf_relay_new", engine, [ctypes.c_uint32]),

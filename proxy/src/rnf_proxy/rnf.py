@@ -15,18 +15,22 @@
 Outage (flagged, or nothing served for a period while data was queued): w freezes, neither law runs; with
 no ACKs nothing more leaves, and when the link returns the frozen window is there at once.
 Stale telemetry: as `smvs.py`, the UE is handed to the adaptive-EWMA controller until telemetry returns.
+
+The laws are written once, in the native library (`proxy/relay/src/control.rs`), over the columns of an
+`RnfBank` (`feedback.py`); the tests check them against hand computations.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from rnf_proxy.control import ControllerState, Decision, Mode
-from rnf_proxy.feedback import RanBatch, RanController, RowBank
+from rnf_proxy.control import ControllerState, Mode
+from rnf_proxy.feedback import RanController, RowBank
 
 MIN_WINDOW_BYTES = 2 * 1448
 
@@ -45,9 +49,22 @@ class RnfConfig(BaseModel):
     stale_periods: int = Field(default=5, ge=1)
 
 
-class RnfBank(RowBank):
-    """Eqs. (1)-(2) for many UEs at once: one row per UE."""
+class NativeRnfParams(ctypes.Structure):
+    """`RnfParams` in control.rs."""
 
+    _fields_ = (
+        ("q_ref", ctypes.c_double),
+        ("tau", ctypes.c_double),  # NaN: the measured minimum RTT
+        ("feedback_period", ctypes.c_double),
+        ("rate_change", ctypes.c_double),
+        ("min_window", ctypes.c_double),
+    )
+
+
+class RnfBank(RowBank):
+    """Eqs. (1)-(2) for many UEs at once: one row per UE, one native step per telemetry burst (control.rs)."""
+
+    mode = Mode.WINDOW
     rate: np.ndarray
     queue_sum: np.ndarray
     queue_count: np.ndarray
@@ -55,7 +72,14 @@ class RnfBank(RowBank):
 
     def __init__(self, config: RnfConfig, capacity: int = 16) -> None:
         self.config = config
-        super().__init__(capacity)
+        parameters = NativeRnfParams(
+            config.q_ref_bytes,
+            math.nan if config.tau_s is None else config.tau_s,
+            config.feedback_period_s,
+            config.rate_change,
+            MIN_WINDOW_BYTES,
+        )
+        super().__init__("rnf_rnf_step", parameters, capacity)
 
     def columns(self, capacity: int) -> dict[str, np.ndarray]:
         return super().columns(capacity) | {
@@ -64,44 +88,6 @@ class RnfBank(RowBank):
             "queue_count": np.zeros(capacity),
             "next_feedback": np.full(capacity, np.nan),
         }
-
-    def step(self, rows: np.ndarray, batch: RanBatch, now: float) -> list[Decision | None]:
-        c = self.config
-        q_ref = float(c.q_ref_bytes)
-        queue = batch.queue
-        down = batch.link_down(self.prev_queue[rows])
-        self.prev_queue[rows] = queue
-        steps = self.steps[rows] + 1
-        self.steps[rows] = steps
-        tau = np.full(len(rows), c.tau_s) if c.tau_s is not None else self.min_rtt[rows]
-        b = batch.rate()
-        window, rate = self.w[rows], self.rate[rows]
-        missing = np.isnan(window)
-        window = np.where(missing & down, q_ref, window)
-        known_rate = np.where(np.isnan(rate), 0.0, rate)
-        changed = np.isnan(rate) | (np.abs(b - known_rate) > c.rate_change * known_rate)
-        # an empty queue at the end of the period: the period served less than the link could carry
-        forward = ~down & (missing | (changed & ((queue > 0) | (b > known_rate))))
-        rate = np.where(forward, b, rate)
-        window = np.where(forward, b * tau + q_ref, window)  # eq. (1)
-        live = ~down
-        queue_sum = self.queue_sum[rows] + np.where(live, queue, 0.0)
-        queue_count = self.queue_count[rows] + live
-        due_at = self.next_feedback[rows]
-        due = live & (now >= due_at)  # NaN (never scheduled) compares False
-        window = np.where(due, window + q_ref - queue_sum / np.maximum(queue_count, 1), window)  # eq. (2)
-        window = np.where(live, np.maximum(window, MIN_WINDOW_BYTES), window)
-        self.queue_sum[rows] = np.where(due, 0.0, queue_sum)
-        self.queue_count[rows] = np.where(due, 0, queue_count)
-        self.next_feedback[rows] = np.where(due | (live & np.isnan(due_at)), now + c.feedback_period_s, due_at)
-        self.w[rows], self.rate[rows], self.q[rows], self.b[rows], self.outage[rows] = window, rate, queue, b, down
-        pacing = np.where(tau > 0, window / np.where(tau > 0, tau, 1.0), 0.0)
-        mode = Mode.WINDOW
-        limits = np.rint(window).astype(np.int64).tolist()
-        return [
-            Decision(mode, limit, k, 0.0, p)
-            for limit, k, p in zip(limits, steps.tolist(), pacing.tolist(), strict=True)
-        ]
 
     def state(self, row: int) -> ControllerState:
         rate = float(self.rate[row])

@@ -32,25 +32,28 @@ delta*Ts = 0.875 (paper: 35 x 0.025, "delta*Ts -> 1"), and eps so that the predi
 min(q0, B_max - q0), the margin rule (43) allows. Units are bytes, so gamma = 1. B_max is configured or, when
 not, the queue limit the eNB reports (`dl_queue_limit_bytes`).
 
-The law is written once, vectorized over UEs (`SmvsBank`, one row per UE, see `feedback.py`); `Smvs` is one
-UE's view of it with the `update(sample, now) -> Decision` interface.
+The law is written once, in the native library (`proxy/relay/src/control.rs`), stepping many UEs per call
+(`SmvsBank`, one row per UE, see `feedback.py`); `Smvs` is one UE's view of it with the
+`update(sample, now) -> Decision` interface. The tests check it against hand computations of the equations.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from rnf_proxy.control import ControllerState, Decision, Mode
-from rnf_proxy.feedback import RanBatch, RanController, RowBank
+from rnf_proxy.control import ControllerState, Decision, Mode, RanSample
+from rnf_proxy.feedback import RanController, RowBank
 
 DEFAULT_DELTA_TS = 0.875  # paper 000 Sec. 5: delta = 35, Ts = 25 ms
 DEFAULT_BAND_FRACTION = 0.5  # predicted band as a fraction of min(q0, B_max - q0)
-MAX_D = 50
+MAX_D = 50  # as control.rs
 QUOTA_HISTORY = 2 * MAX_D
 
 
@@ -119,9 +122,24 @@ def resolve(config: SmvsConfig, reported_b_max: int = 0) -> SmvsParams | None:
     )
 
 
-class SmvsBank(RowBank):
-    """Eq. (36) for many UEs at once: one row per UE, one vectorized step per telemetry burst."""
+class NativeSmvsParams(ctypes.Structure):
+    """`SmvsParams` in control.rs."""
 
+    _fields_ = (
+        ("ts", ctypes.c_double),
+        ("alpha", ctypes.c_double),
+        ("gamma", ctypes.c_double),
+        ("delta", ctypes.c_double),
+        ("d", ctypes.c_int64),  # -1: from the measured RTT
+        ("block", ctypes.c_int64),
+        ("blocks", ctypes.c_int64),
+    )
+
+
+class SmvsBank(RowBank):
+    """Eq. (36) for many UEs at once: one row per UE, one native step per telemetry burst (control.rs)."""
+
+    mode = Mode.QUOTA
     q0: np.ndarray
     eps: np.ndarray
     b_max: np.ndarray
@@ -130,17 +148,28 @@ class SmvsBank(RowBank):
     eta_high: np.ndarray  # (rows, blocks): max of eta per block of steps
     eta_count: np.ndarray
     quotas: np.ndarray  # (rows, QUOTA_HISTORY) ring of w, slot k mod QUOTA_HISTORY holds w(k)
+    d: np.ndarray  # the feedback delay in steps the last step used
 
     def __init__(self, config: SmvsConfig, capacity: int = 16) -> None:
         self.config = config
         self.base = resolve(config)
+        self.unresolved: set[int] = set()  # rows waiting for B_max from telemetry
         self.horizon = max(1, round(config.eta_horizon_s / config.ts_s))
         # the horizon is kept in blocks (10 of them at most), so the min and max cover between
         # horizon - block + 1 and horizon steps, at a tenth of the cost of a step-by-step ring
         self.block = max(1, self.horizon // 10)
         self.blocks = -(-self.horizon // self.block)
         self.delta = config.delta if config.delta is not None else DEFAULT_DELTA_TS / config.ts_s
-        super().__init__(capacity)
+        parameters = NativeSmvsParams(
+            config.ts_s,
+            config.alpha,
+            config.gamma,
+            self.delta,
+            -1 if config.d is None else config.d,
+            self.block,
+            self.blocks,
+        )
+        super().__init__("rnf_smvs_step", parameters, capacity)
 
     def columns(self, capacity: int) -> dict[str, np.ndarray]:
         return super().columns(capacity) | {
@@ -152,12 +181,15 @@ class SmvsBank(RowBank):
             "eta_high": np.zeros((capacity, self.blocks)),
             "eta_count": np.zeros(capacity, dtype=np.int64),
             "quotas": np.zeros((capacity, QUOTA_HISTORY)),
+            "d": np.full(capacity, 1 if self.config.d is None else self.config.d, dtype=np.int64),
         }
 
     def add(self) -> int:
         row = super().add()
         if self.base is not None:
             self._set_params(row, self.base)
+        else:
+            self.unresolved.add(row)
         return row
 
     def _set_params(self, row: int, params: SmvsParams) -> None:
@@ -181,80 +213,13 @@ class SmvsBank(RowBank):
             horizon=self.horizon,
         )
 
-    def d(self, rows: np.ndarray) -> np.ndarray:
-        """Feedback delay in steps: configured, or ceil(tau_p/Ts) with tau_p = min RTT / 2, 1 until known."""
-        if self.config.d is not None:
-            return np.full(len(rows), self.config.d, dtype=np.int64)
-        rtt = self.min_rtt[rows]
-        derived = np.ceil(rtt / 2 / self.config.ts_s - 1e-9).astype(np.int64)
-        return np.where(rtt > 0, np.minimum(np.maximum(derived, 1), MAX_D), 1)
-
-    def restart(self, row: int) -> None:
-        """Back from the fallback: assume the steady state, b_bar*Ts released per step."""
-        if not math.isnan(self.b_bar[row]):
-            self.quotas[row, :] = self.b_bar[row] * self.config.ts_s
-
-    def _resolve(self, rows: np.ndarray, queue_limit: np.ndarray) -> None:
-        """Rows still waiting for B_max take it from the queue limit their eNB reports."""
-        pending = np.isnan(self.q0[rows])
-        for row, limit in zip(rows[pending].tolist(), queue_limit[pending].tolist(), strict=True):
-            params = resolve(self.config, int(limit))
-            if params is not None:
-                self._set_params(row, params)
-
-    def step(self, rows: np.ndarray, batch: RanBatch, now: float) -> list[Decision | None]:
-        c = self.config
-        ts, alpha, gamma, delta = c.ts_s, c.alpha, c.gamma, self.delta
-        self._resolve(rows, batch.queue_limit)
-        q0, eps, queue = self.q0[rows], self.eps[rows], batch.queue
-        down = batch.link_down(self.prev_queue[rows])
-        self.prev_queue[rows] = queue
-        steps = self.steps[rows] + 1
-        self.steps[rows] = steps
-        b = batch.rate()
-        old = self.b_bar[rows]
-        b_bar = np.where(down, old, np.where(np.isnan(old), b, alpha * old + (1 - alpha) * b))  # eq. (19)
-        self.b_bar[rows] = b_bar
-        # eta horizon: per row a ring of blocks of `block` steps, each holding its min and max; a row's first
-        # eta fills the whole ring, so the reductions need no mask
-        live = ~down
-        eta = (b - b_bar) * ts
-        count = self.eta_count[rows]
-        first = live & (count == 0)
-        self.eta_low[rows[first], :] = self.eta_high[rows[first], :] = eta[first, None]
-        later = np.flatnonzero(live & ~first)
-        block = (count[later] // self.block) % self.blocks
-        fresh = count[later] % self.block == 0  # a block starts: it forgets the steps it held a horizon ago
-        at = (rows[later], block)
-        self.eta_low[at] = np.where(fresh, eta[later], np.minimum(self.eta_low[at], eta[later]))
-        self.eta_high[at] = np.where(fresh, eta[later], np.maximum(self.eta_high[at], eta[later]))
-        self.eta_count[rows] = count + live
-        eta_l, eta_u = self.eta_low[rows].min(axis=1), self.eta_high[rows].max(axis=1)
-        eta_1, eta_2 = (eta_u + eta_l) / 2, (eta_u - eta_l) / 2  # eqs. (31)-(32)
-        # sum_{i=1..2d} w(k-i): the last 2d quotas of each row's ring (slot k mod QUOTA_HISTORY holds w(k))
-        two_d = 2 * self.d(rows)
-        ages = np.arange(1, int(two_d.max()) + 1)
-        slots = (steps[:, None] - ages[None, :]) % QUOTA_HISTORY
-        past = np.where(ages[None, :] <= two_d[:, None], self.quotas[rows[:, None], slots], 0.0).sum(axis=1)
-        b_bar0 = np.where(np.isnan(b_bar), 0.0, b_bar)
-        s = queue - q0 - two_d * b_bar0 * ts + gamma * past  # S(k), eq. (34)
-        w = (b_bar0 * ts + eta_1 - delta * ts * s - (eta_2 + eps * ts) * np.sign(s)) / gamma  # eq. (36)
-        w = np.where(down, 0.0, np.maximum(w, 0.0))  # NaN stays NaN where q0 is not resolved yet
-        released = np.where(np.isnan(w), 0.0, w)
-        self.quotas[rows, steps % QUOTA_HISTORY] = released
-        self.w[rows], self.q[rows], self.b[rows], self.s[rows], self.outage[rows] = (
-            w,
-            queue,
-            np.where(down, 0, b),
-            s,
-            down,
-        )
-        limits = np.rint(released).astype(np.int64).tolist()
-        quota = Mode.QUOTA
-        return [
-            None if w != w else Decision(quota, limit, k, ts)  # w != w: NaN, no parameters yet
-            for w, limit, k in zip(w.tolist(), limits, steps.tolist(), strict=True)
-        ]
+    def step(self, rows: Sequence[int], samples: Sequence[RanSample], now: float) -> list[Decision | None]:
+        if self.unresolved:  # rows still waiting for B_max take it from the queue limit their eNB reports
+            for row, sample in zip(rows, samples, strict=True):
+                if row in self.unresolved and (params := resolve(self.config, sample.queue_limit)) is not None:
+                    self._set_params(row, params)
+                    self.unresolved.discard(row)
+        return super().step(rows, samples, now)
 
     def state(self, row: int) -> ControllerState:
         q, q0 = float(self.q[row]), float(self.q0[row])
@@ -287,4 +252,5 @@ class Smvs(RanController):
 
     @property
     def d(self) -> int:
-        return int(self.smvs_bank.d(np.array([self.row]))[0])
+        """The feedback delay in steps of the last step: configured, or derived from the measured RTT."""
+        return int(self.smvs_bank.d[self.row])
