@@ -1,9 +1,10 @@
 //! The relay engine: worker threads, each with its own epoll and its own share of the flows, and the queue
-//! of events for the proxy (data for controlled flows, writability it asked for, ends of flows), signalled
-//! through one eventfd the proxy's event loop watches.
+//! of events for the proxy (data for controlled flows, ends of flows), signalled through one eventfd the
+//! proxy's event loop watches.
 //!
-//! Each worker's flows sit behind one mutex, held by the worker while it handles a batch of epoll events and
-//! by the proxy's thread while it sends, reads counters or changes a flow. A flow id is
+//! Each worker's flows sit behind one mutex, taken per flow by the worker while it services the flow and by
+//! the proxy's thread while it grants, reads counters or changes a flow (never for a copy: the worker moves
+//! the bytes). A flow id is
 //! `slot << 8 | worker`; a slot is reused only after the proxy removed the flow.
 
 use std::io;
@@ -16,8 +17,7 @@ use crate::flow::{Flow, Notices, Side};
 use crate::sys;
 
 pub const EVENT_DATA: u32 = 1;
-pub const EVENT_WRITABLE: u32 = 2;
-pub const EVENT_CLOSED: u32 = 3;
+pub const EVENT_CLOSED: u32 = 2;
 pub const MAX_WORKERS: usize = 255;
 
 const WAKE_TOKEN: u64 = u64::MAX;
@@ -57,14 +57,12 @@ struct Events {
 
 impl Events {
     fn emit(&self, flow: u64, notices: Notices) {
-        if !(notices.data || notices.writable || notices.closed) {
+        if !(notices.data || notices.closed) {
             return;
         }
         let mut queue = self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let was_empty = queue.is_empty();
-        for (happened, kind) in
-            [(notices.data, EVENT_DATA), (notices.writable, EVENT_WRITABLE), (notices.closed, EVENT_CLOSED)]
-        {
+        for (happened, kind) in [(notices.data, EVENT_DATA), (notices.closed, EVENT_CLOSED)] {
             if happened {
                 queue.push(Event { flow, kind, padding: 0 });
             }
@@ -226,9 +224,12 @@ impl Engine {
         let busy = flow.busy;
         self.events.emit(id, notices);
         if busy {
-            // more to move than one service does: the worker carries on
+            // more to move than one service does, or a grant to spend: the worker carries on (one wake-up
+            // for all the flows kicked before it looks)
+            if slab.kicked.is_empty() {
+                sys::eventfd_signal(worker.wake);
+            }
             slab.kicked.push((id >> 8) as usize);
-            sys::eventfd_signal(worker.wake);
         }
         Some(result)
     }
@@ -237,9 +238,9 @@ impl Engine {
         self.with_flow(id, |flow, notices| flow.configure(limit, held, controlled, notices)).is_some()
     }
 
-    /// Controlled flows: move up to `limit` bytes toward the UE now; the bytes moved.
-    pub fn send(&self, id: u64, limit: usize) -> usize {
-        self.with_flow(id, |flow, notices| flow.send(limit, notices)).unwrap_or(0)
+    /// Controlled flows: let up to `limit` more bytes leave toward the UE; the bytes granted.
+    pub fn grant(&self, id: u64, limit: usize) -> usize {
+        self.with_flow(id, |flow, _| flow.grant(limit)).unwrap_or(0)
     }
 
     pub fn info(&self, id: u64) -> FlowInfo {
@@ -269,14 +270,14 @@ impl Engine {
         .unwrap_or(FlowInfo { flags: FLAG_UNKNOWN, ..FlowInfo::default() })
     }
 
-    /// Flows with bytes waiting in their downlink pipe: (index in `ids`, bytes) into `out`; the number
-    /// written. Looking re-arms each flow's data event.
+    /// Flows with bytes waiting in their downlink pipe, not granted yet: (index in `ids`, bytes) into `out`;
+    /// the number written. Looking re-arms each flow's data event.
     pub fn demand(&self, ids: &[u64], out: &mut [(u32, u64)]) -> usize {
         let mut count = 0;
         for (index, id) in ids.iter().enumerate() {
             let buffered = self.with_flow(*id, |flow, _| {
                 flow.looked();
-                if flow.closed { 0 } else { flow.down.buffered }
+                if flow.closed { 0 } else { flow.ungranted() }
             });
             if let Some(buffered @ 1..) = buffered {
                 if count < out.len() {
@@ -288,11 +289,17 @@ impl Engine {
         count
     }
 
-    /// What the UE socket of an open flow holds: SIOCOUTQ (in flight and unsent) or SIOCOUTQNSD (unsent).
+    /// What an open flow holds toward the UE past the proxy's decision: the UE socket's SIOCOUTQ (in flight
+    /// and unsent) or SIOCOUTQNSD (unsent), plus the bytes granted that are still in the pipe.
     pub fn queued(&self, id: u64, unsent_only: bool) -> usize {
         let request = if unsent_only { sys::SIOCOUTQNSD } else { sys::SIOCOUTQ };
-        self.with_flow(id, |flow, _| if flow.closed { 0 } else { sys::ioctl_int(flow.ue, request).unwrap_or(0) })
-            .unwrap_or(0)
+        self.with_flow(
+            id,
+            |flow, _| {
+                if flow.closed { 0 } else { sys::ioctl_int(flow.ue, request).unwrap_or(0) + flow.credit }
+            },
+        )
+        .unwrap_or(0)
     }
 
     /// The proxy is done with the flow: stop relaying if it still does, and free its slot.

@@ -6,9 +6,11 @@
 //! every change the proxy makes; it moves what it can until nothing progresses.
 //!
 //! The downlink (server to UE) either drains here, as far as the UE socket's unsent bytes stay under
-//! `notsent_limit` (free mode, the kernel's congestion control decides), or only when the proxy says how much
-//! (`send`, controlled mode: the controller's window or quota). The uplink always drains freely. End of file
-//! becomes a FIN on the other side once its pipe is empty; an error on either side resets both.
+//! `notsent_limit` (free mode, the kernel's congestion control decides), or only as far as the proxy granted
+//! (`grant`, controlled mode: the controller's window or quota). Either way the bytes move in the worker's
+//! thread: a grant is a credit the worker spends, never a copy in the proxy's thread. The uplink always
+//! drains freely. End of file becomes a FIN on the other side once its pipe is empty; an error on either side
+//! resets both.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -117,9 +119,8 @@ pub enum Side {
 /// What the proxy must hear about after an operation on a flow.
 #[derive(Default, Clone, Copy)]
 pub struct Notices {
-    pub data: bool,     // controlled flow: new data since the proxy last looked
-    pub writable: bool, // controlled flow: the UE socket takes more, as the proxy asked
-    pub closed: bool,   // the flow ended (both FINs carried, or reset)
+    pub data: bool,   // controlled flow: new data since the proxy last looked
+    pub closed: bool, // the flow ended (both FINs carried, or reset)
 }
 
 pub struct Flow {
@@ -134,11 +135,11 @@ pub struct Flow {
     server_in: bool,
     server_out: bool,
     pub held: bool,       // the proxy holds the server back (link stall)
-    pub controlled: bool, // the proxy says how much of the downlink leaves (`send`)
+    pub controlled: bool, // the proxy says how much of the downlink leaves (`grant`)
     notsent_limit: usize, // free mode: unsent bytes kept in the UE socket
     unsent: usize,        // free mode: an upper bound of the UE socket's unsent bytes
     data_armed: bool,     // controlled: tell the proxy about the next data
-    want_writable: bool,  // controlled: tell the proxy when the UE socket takes more
+    pub credit: usize,    // controlled: bytes granted, still in the pipe (at most `down.buffered`)
     pub closed: bool,
     pub reset: bool, // ended by an error, carried as RST
     pub busy: bool,  // the last service stopped while still progressing: service it again soon
@@ -169,7 +170,7 @@ impl Flow {
             notsent_limit,
             unsent: 0,
             data_armed: true,
-            want_writable: false,
+            credit: 0,
             closed: false,
             reset: false,
             busy: false,
@@ -206,13 +207,7 @@ impl Flow {
         match side {
             Side::Ue => {
                 self.ue_in |= readable;
-                if writable {
-                    self.ue_out = true;
-                    if self.want_writable {
-                        self.want_writable = false;
-                        notices.writable = true;
-                    }
-                }
+                self.ue_out |= writable;
             }
             Side::Server => {
                 self.server_in |= readable;
@@ -273,8 +268,8 @@ impl Flow {
                 Fill::WouldBlock => self.server_in = self.down.buffered > 0,
             }
         }
-        if !self.controlled && self.ue_out && self.down.buffered > 0 {
-            progress |= self.drain_free()?;
+        if self.ue_out && self.down.buffered > 0 {
+            progress |= if self.controlled { self.drain_credit()? } else { self.drain_free()? };
         }
         self.forward_fin(true, notices)?;
         Ok(progress)
@@ -303,31 +298,41 @@ impl Flow {
         }
     }
 
+    /// Controlled mode: what the proxy granted, as far as the UE socket takes it.
+    fn drain_credit(&mut self) -> io::Result<bool> {
+        match self.down.drain(self.ue, self.credit)? {
+            Some(moved) => {
+                self.credit -= moved;
+                Ok(moved > 0)
+            }
+            None => {
+                self.ue_out = false;
+                Ok(false)
+            }
+        }
+    }
+
     fn wait_writable(&mut self) {
         self.ue_out = false;
         sys::epoll_rearm(self.epoll, self.ue, self.token);
     }
 
-    /// Controlled mode: up to `limit` bytes toward the UE now; the proxy hears when the socket takes more if
-    /// it took less than that while data waits.
-    pub fn send(&mut self, limit: usize, notices: &mut Notices) -> usize {
-        if self.closed {
+    /// Bytes in the pipe not granted yet: what the proxy may still grant.
+    pub fn ungranted(&self) -> usize {
+        self.down.buffered - self.credit
+    }
+
+    /// Controlled mode: let up to `limit` more bytes of the pipe leave toward the UE; the bytes granted. The
+    /// worker moves them (`busy` asks the engine to wake it), as fast as the UE socket takes them.
+    pub fn grant(&mut self, limit: usize) -> usize {
+        if self.closed || !self.controlled {
             return 0;
         }
         self.data_armed = true;
-        let moved = match self.down.drain(self.ue, limit) {
-            Ok(moved) => moved.unwrap_or(0),
-            Err(_) => {
-                self.abort(notices);
-                return 0;
-            }
-        };
-        if self.down.buffered > 0 && moved < limit {
-            self.want_writable = true;
-            self.wait_writable();
-        }
-        self.service(notices);
-        moved
+        let granted = limit.min(self.ungranted());
+        self.credit += granted;
+        self.busy |= granted > 0;
+        granted
     }
 
     /// New settings from the proxy: the pipe limit (the connection's buffer share), hold, mode.
@@ -337,7 +342,7 @@ impl Flow {
         if controlled != self.controlled {
             self.controlled = controlled;
             self.data_armed = true;
-            self.want_writable = false;
+            self.credit = 0;
             if !controlled {
                 self.unsent = self.notsent_limit; // unknown after the proxy's own sends: ask the kernel
                 self.wait_writable();

@@ -2,8 +2,8 @@
 //!
 //! A C ABI (`INTERFACE.md`) that `rnf_proxy.relay` loads with ctypes: the proxy hands over the two sockets of
 //! every split connection and keeps deciding; worker threads (`engine`) splice the bytes, carry FIN and RST
-//! across and bound each connection's pipe; controlled downlinks move only when the proxy calls
-//! `rnf_relay_send`. Every function returns at once (no call waits on the network), so holding a worker's
+//! across and bound each connection's pipe; controlled downlinks move only as far as the proxy grants
+//! (`rnf_relay_grant`). Every function returns at once (no call waits on the network), so holding a worker's
 //! lock from the proxy's thread is short.
 //!
 //! The same library steps the RAN-feedback controllers' laws (`control`) over the proxy's bank columns, so
@@ -100,31 +100,32 @@ pub unsafe extern "C" fn rnf_relay_configure(
     if engine.configure(id, limit as usize, held != 0, controlled != 0) { 0 } else { -libc::ENOENT }
 }
 
-/// Controlled downlinks: move up to `limits[i]` bytes of flow `ids[i]` toward the UE, now; the bytes moved
-/// in `moved[i]`; their sum is returned.
+/// Controlled downlinks: let up to `limits[i]` more bytes of flow `ids[i]`'s pipe leave toward the UE; the
+/// bytes granted in `granted[i]` (at most what waits ungranted), their sum returned. The worker threads move
+/// them.
 ///
 /// # Safety
 /// `engine` is live; the arrays hold `count` elements.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rnf_relay_send(
+pub unsafe extern "C" fn rnf_relay_grant(
     engine: *const Engine,
     ids: *const u64,
     limits: *const u64,
-    moved: *mut u64,
+    granted: *mut u64,
     count: usize,
 ) -> u64 {
     // SAFETY: the caller passes a live engine and arrays of `count` elements.
-    let (engine, ids, limits, moved) = unsafe {
+    let (engine, ids, limits, granted) = unsafe {
         (
             &*engine,
             std::slice::from_raw_parts(ids, count),
             std::slice::from_raw_parts(limits, count),
-            std::slice::from_raw_parts_mut(moved, count),
+            std::slice::from_raw_parts_mut(granted, count),
         )
     };
     let mut total = 0;
-    for ((id, limit), out) in ids.iter().zip(limits).zip(moved.iter_mut()) {
-        *out = engine.send(*id, *limit as usize) as u64;
+    for ((id, limit), out) in ids.iter().zip(limits).zip(granted.iter_mut()) {
+        *out = engine.grant(*id, *limit as usize) as u64;
         total += *out;
     }
     total
@@ -144,7 +145,7 @@ pub unsafe extern "C" fn rnf_relay_info(engine: *const Engine, ids: *const u64, 
     }
 }
 
-/// Of `count` flows, those with bytes waiting toward the UE: their index in `ids` into `indices` and the
+/// Of `count` flows, those with bytes waiting toward the UE, not granted yet: their index in `ids` into `indices` and the
 /// bytes into `buffered` (room for `count` each); the number of such flows. Looking re-arms data events.
 ///
 /// # Safety
@@ -176,7 +177,7 @@ pub unsafe extern "C" fn rnf_relay_demand(
 }
 
 /// The sum over `count` flows of their UE sockets' send queues (SIOCOUTQ), or of their unsent bytes
-/// (SIOCOUTQNSD) when `unsent_only`.
+/// (SIOCOUTQNSD) when `unsent_only`, each plus the bytes granted still in its pipe.
 ///
 /// # Safety
 /// `engine` is live; `ids` holds `count` elements.

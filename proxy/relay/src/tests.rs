@@ -107,22 +107,79 @@ fn free_flows_are_byte_exact_both_ways_and_half_closes_are_carried() {
 }
 
 #[test]
-fn a_controlled_downlink_moves_only_what_is_sent() {
+fn a_controlled_downlink_moves_only_what_is_granted() {
     let engine = Engine::new(1).unwrap();
     let (mut ue, proxy_ue, proxy_server, mut server) = split();
     let id = engine.add(proxy_ue.as_raw_fd(), proxy_server.as_raw_fd(), 256 * 1024, 256 * 1024, true, false).unwrap();
-    server.write_all(&payload(100_000, 1)).unwrap();
+    let data = payload(100_000, 1);
+    server.write_all(&data).unwrap();
     wait_for(&engine, EVENT_DATA, &[id]);
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(engine.info(id).down_buffered, 100_000);
-    assert_eq!(engine.send(id, 30_000), 30_000);
+    assert_eq!(engine.grant(id, 30_000), 30_000);
     let mut first = vec![0; 30_000];
     ue.read_exact(&mut first).unwrap();
-    assert_eq!(first, payload(100_000, 1)[..30_000]);
+    assert_eq!(first, data[..30_000]);
     ue.set_nonblocking(true).unwrap();
     std::thread::sleep(Duration::from_millis(50));
-    assert!(ue.read(&mut [0; 16]).is_err(), "more than was sent reached the UE");
+    assert!(ue.read(&mut [0; 16]).is_err(), "more than was granted reached the UE");
     assert_eq!(engine.info(id).down_sent, 30_000);
+    // a grant never exceeds what waits ungranted, so granting twice cannot release a byte twice
+    assert_eq!(engine.grant(id, 1_000_000), 70_000);
+    assert_eq!(engine.grant(id, 1_000_000), 0);
+    ue.set_nonblocking(false).unwrap();
+    let mut rest = vec![0; 70_000];
+    ue.read_exact(&mut rest).unwrap();
+    assert_eq!(rest, data[30_000..]);
+    assert_eq!(engine.info(id).down_sent, 100_000);
+}
+
+#[test]
+fn a_grant_larger_than_the_ue_socket_takes_is_spent_as_the_ue_reads() {
+    let engine = Engine::new(1).unwrap();
+    let (mut ue, proxy_ue, proxy_server, mut server) = split();
+    let small: libc::c_int = 16 * 1024;
+    // SAFETY: a valid socket and an int option of the right size.
+    let set = unsafe {
+        libc::setsockopt(
+            proxy_ue.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&small as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(set, 0);
+    let id = engine.add(proxy_ue.as_raw_fd(), proxy_server.as_raw_fd(), 1 << 20, 1 << 20, true, false).unwrap();
+    let data = payload(600_000, 2);
+    let writer = {
+        let data = data.clone();
+        std::thread::spawn(move || server.write_all(&data).unwrap())
+    };
+    let mut received = Vec::new();
+    let mut chunk = vec![0; 65_536];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while received.len() < data.len() {
+        assert!(Instant::now() < deadline, "stalled at {} bytes", received.len());
+        let ids = [id];
+        let mut waiting = [(0, 0)];
+        if engine.demand(&ids, &mut waiting) == 1 {
+            engine.grant(id, waiting[0].1 as usize);
+        }
+        ue.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        match ue.read(&mut chunk) {
+            Ok(count) => received.extend_from_slice(&chunk[..count]),
+            Err(error) => {
+                assert!(matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
+            }
+        }
+    }
+    writer.join().unwrap();
+    assert!(received == data, "the downlink differs");
+    while engine.queued(id, false) > 0 {
+        assert!(Instant::now() < deadline, "the UE socket still holds bytes after the UE read them all");
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 #[test]

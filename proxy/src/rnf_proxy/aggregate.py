@@ -3,7 +3,8 @@
 - `FREE` (itcp): each connection drains into its socket as far as TCP_NOTSENT_LOWAT allows, inside the relay
   engine without a word from Python; the kernel's congestion control decides when bytes leave.
 - `WINDOW` (rnf, clamp, ewma, the fallback): what the UE's sockets hold, in flight plus not yet sent
-  (SIOCOUTQ, summed over the UE's connections), never exceeds the window; the proxy releases the difference.
+  (SIOCOUTQ, summed over the UE's connections, plus what was granted and not yet copied), never exceeds the
+  window; the proxy releases the difference.
   ACKs shrink the send queues, and the proxy refills every `pump_interval_s` (1 ms) while window-limited, so
   what is in flight stays at the window.
 - `QUOTA` (smvs): at the start of step k the quota w(k) is released into the UE's sockets, shared among the
@@ -20,8 +21,9 @@
 - `hold_wired` stops reading from the servers, so their receive windows close (paper 004's link stall).
 
 Connections share an allowance by stride scheduling with priorities (`scheduler.py`). In `WINDOW` and `QUOTA`
-modes the connections are *controlled*: the relay engine moves their downlink only as far as `Relay.send`
-says, in one call for all the grants of a pump.
+modes the connections are *controlled*: the relay engine moves their downlink only as far as `Relay.grant`
+says, in one call for all the grants of a pump; a grant is released when it is made (the engine's threads
+copy it as fast as the UE socket takes it), so the window and the quota count it at once.
 """
 
 from __future__ import annotations
@@ -105,9 +107,6 @@ class Aggregate:
         self._pump_soon = None
         self.pump()
 
-    def on_writable(self, flow: Flow) -> None:
-        self.on_data(flow)
-
     # -- decisions --------------------------------------------------------------------------------------
 
     def apply(self, decision: Decision) -> None:
@@ -181,7 +180,7 @@ class Aggregate:
         allowance = self.decision.limit - self.queued
         left = sum(demand.values())
         if allowance > 0:
-            sent = sum(self.relay.send(self.scheduler.allocate(allowance, demand)).values())
+            sent = self.relay.grant(self.scheduler.allocate(allowance, demand))
             self.queued += sent
             allowance -= sent
             left -= sent
@@ -195,7 +194,7 @@ class Aggregate:
         demand = self.relay.demand(self.flows)
         if not demand:
             return
-        self.remaining -= sum(self.relay.send(self.scheduler.allocate(self.remaining, demand)).values())
+        self.remaining -= self.relay.grant(self.scheduler.allocate(self.remaining, demand))
 
     def _schedule_pump(self) -> None:
         if self._pump_timer is None:

@@ -7,10 +7,11 @@
 
 - relay: iperf3 (reverse mode: the server sends) through each relay, in a namespace of its own on its loopback:
   1 flow and 100 flows, for the direct path, `socat` (the reference) and the proxy (explicit mode, `itcp`, so
-  the relay alone is measured, and `fixed` window so the controlled path is too). Every flow comes from
+  the relay alone is measured, and a `fixed` window so the controlled path is too). Every flow comes from
   127.0.0.1, one UE to the proxy, so the proxy rows give that UE the buffer of as many UEs as there are flows
-  (`ue_bytes` = flows x `connection_bytes`, the per-connection bound binds); at 100 flows one more row keeps
-  the default per-UE budget (4 MiB, 41 kB per connection), which then limits the throughput, not the relay.
+  (`ue_bytes` = flows x `connection_bytes`, the per-connection bound binds), and the window row a window of
+  that size, so that neither bound, rather than the relay, sets the throughput; at 100 flows one more row
+  keeps the default per-UE budget (4 MiB, 41 kB per connection), which then limits the throughput.
 - step: one telemetry burst of 1000 UEs turned into 1000 decisions (`feedback.step_many`, vectorized per bank)
   for smvs and rnf; CPU time of the thread (what the step costs on one core) and wall time.
 - latency: a publisher thread sends one UE's telemetry every 10 ms over ZeroMQ on loopback; the latency is from
@@ -131,10 +132,10 @@ async def relay(seconds: float, repetitions: int) -> list[tuple[str, int, float,
         )
         await asyncio.sleep(0.5)
         results: dict[tuple[str, int], list[float]] = {}
-        window = FixedConfig(mode="window", bytes=4_000_000)
         connection_bytes = BufferConfig().connection_bytes
         for flows in (1, 100):
             budget = flows * connection_bytes
+            window = FixedConfig(mode="window", bytes=budget)
             paths: list[tuple[str, Callable[[Callable[[], object]], object]]] = [
                 ("direct", lambda run: run()),
                 ("socat", lambda run: _with_socat(namespace, run)),

@@ -8,10 +8,11 @@ peer that vanished are aborted by keepalive and TCP_USER_TIMEOUT (`sockets.set_p
 engine sees as an error like any other.
 
 The uplink always drains freely, and so does the downlink of a *free* flow (itcp), as far as the UE socket's
-unsent bytes stay under TCP_NOTSENT_LOWAT. The downlink of a *controlled* flow leaves only when its owner,
-the UE's aggregate, says how much (`Relay.send`): the controller's window or quota stays in Python. The engine
-tells the owner (`FlowOwner`) about new data it has not looked at, about the UE socket taking more after a
-send it could not complete, and about the end of the flow, through an eventfd the asyncio loop watches.
+unsent bytes stay under TCP_NOTSENT_LOWAT. The downlink of a *controlled* flow leaves only as far as its
+owner, the UE's aggregate, grants (`Relay.grant`): the controller's window or quota stays in Python, the
+copying in the engine's threads, which spend each grant as fast as the UE socket takes it. The engine tells
+the owner (`FlowOwner`) about new data it has not looked at and about the end of the flow, through an eventfd
+the asyncio loop watches.
 
 Python keeps the socket objects (and closes them); the engine never closes a socket.
 """
@@ -29,7 +30,7 @@ from typing import Protocol
 
 from rnf_proxy import native, sockets
 
-EVENT_DATA, EVENT_WRITABLE, EVENT_CLOSED = 1, 2, 3
+EVENT_DATA, EVENT_CLOSED = 1, 2
 FLAG_CLOSED, FLAG_RESET = 1, 2
 EVENT_BATCH = 256
 log = logging.getLogger("rnf.proxy")
@@ -66,7 +67,7 @@ def _library() -> ctypes.CDLL:
         ("rnf_relay_notify_fd", i32, [engine]),
         ("rnf_relay_add", i32, [engine, i32, i32, _U64, _U64, i32, i32, ids]),
         ("rnf_relay_configure", i32, [engine, _U64, _U64, i32, i32]),
-        ("rnf_relay_send", _U64, [engine, ids, ids, ids, ctypes.c_size_t]),
+        ("rnf_relay_grant", _U64, [engine, ids, ids, ids, ctypes.c_size_t]),
         ("rnf_relay_info", None, [engine, ids, ctypes.POINTER(FlowCounters), ctypes.c_size_t]),
         ("rnf_relay_demand", ctypes.c_size_t, [engine, ids, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint32), ids]),
         ("rnf_relay_queued", _U64, [engine, ids, ctypes.c_size_t, i32]),
@@ -86,8 +87,6 @@ class FlowOwner(Protocol):
     """Who decides how much of a flow's downlink may leave: the UE's aggregate."""
 
     def on_data(self, flow: Flow) -> None: ...
-
-    def on_writable(self, flow: Flow) -> None: ...
 
     def on_closed(self, flow: Flow) -> None: ...
 
@@ -127,13 +126,13 @@ class Relay:
     def configure(self, flow: Flow) -> None:
         self._lib.rnf_relay_configure(self._engine, flow.id, flow.limit, flow.held, flow.controlled)
 
-    def send(self, grants: dict[Flow, int]) -> dict[Flow, int]:
-        """Controlled flows: move up to each grant toward the UE now; the bytes each moved."""
+    def grant(self, grants: dict[Flow, int]) -> int:
+        """Controlled flows: let up to each grant more bytes leave toward the UE; the bytes granted in all (a
+        flow is granted at most what waits in its pipe ungranted, `demand`). The engine moves them."""
         flows = list(grants)
         limits = (_U64 * len(flows))(*grants.values())
-        moved = (_U64 * len(flows))()
-        self._lib.rnf_relay_send(self._engine, _ids(flows), limits, moved, len(flows))
-        return dict(zip(flows, moved, strict=True))
+        granted = (_U64 * len(flows))()
+        return int(self._lib.rnf_relay_grant(self._engine, _ids(flows), limits, granted, len(flows)))
 
     def counters(self, flows: Sequence[Flow]) -> ctypes.Array[FlowCounters]:
         """Each flow's counters; looking re-arms its data event."""
@@ -142,8 +141,8 @@ class Relay:
         return out
 
     def demand(self, group: FlowGroup) -> dict[Flow, int]:
-        """Bytes waiting in the downlink pipes of the group's flows, for those that have some; looking re-arms
-        their data events."""
+        """Bytes waiting in the downlink pipes of the group's flows and not granted yet, for those that have
+        some; looking re-arms their data events."""
         flows, ids = group.arrays()
         if not flows:
             return {}
@@ -152,7 +151,8 @@ class Relay:
         return {flows[index]: amount for index, amount in zip(indices[:found], buffered[:found], strict=True)}
 
     def queued(self, group: FlowGroup, unsent_only: bool = False) -> int:
-        """What the UE sockets of the group's flows hold, summed: SIOCOUTQ, or SIOCOUTQNSD when `unsent_only`."""
+        """What the group's flows hold toward their UE, summed: the UE sockets' SIOCOUTQ (or SIOCOUTQNSD when
+        `unsent_only`) plus the bytes granted still in the pipes."""
         flows, ids = group.arrays()
         if not flows:
             return 0
@@ -171,8 +171,6 @@ class Relay:
                     continue
                 if event.kind == EVENT_DATA:
                     flow.owner.on_data(flow)
-                elif event.kind == EVENT_WRITABLE:
-                    flow.owner.on_writable(flow)
                 elif event.kind == EVENT_CLOSED:
                     flow.ended()
             if count < EVENT_BATCH:
