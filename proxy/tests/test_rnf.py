@@ -1,15 +1,19 @@
-"""RNF (paper 001 eqs. 1-2): feed-forward on rate changes, periodic queue feedback, outage freeze."""
+"""RNF (paper 001 eqs. 1-2): feed-forward on rate changes, periodic queue feedback, outage freeze; the paper's
+byte reference and the delay target, the rate averaged over tau, the fast feedback and the overflow guard."""
 
 import pytest
 from rnf_proxy.control import Mode, RanSample, Tick
 from rnf_proxy.rnf import Rnf, RnfConfig
 
 TS = 0.01
-CONFIG = RnfConfig(q_ref_bytes=50_000, tau_s=0.04, feedback_period_s=1.0, ts_s=TS)
+# the paper's laws: q_ref in bytes, feedback every second, one period's rate, no guard
+CONFIG = RnfConfig(
+    q_ref_bytes=50_000, tau_s=0.04, feedback_period_s=1.0, smooth_rate=False, overflow_guard=False, ts_s=TS
+)
 
 
-def report(queue, rate, outage=False):
-    return RanSample(queue=queue, served=round(rate * TS), period_s=TS, outage=outage)
+def report(queue, rate, outage=False, limit=0):
+    return RanSample(queue=queue, served=round(rate * TS), period_s=TS, outage=outage, queue_limit=limit)
 
 
 def test_feed_forward_sets_bdp_plus_reference_and_paces_the_start():
@@ -51,7 +55,7 @@ def test_outage_freezes_the_window_and_resumes_with_it():
 def test_measured_min_rtt_is_tau_when_not_configured():
     from rnf_proxy.control import AckSample
 
-    rnf = Rnf(RnfConfig(q_ref_bytes=50_000))
+    rnf = Rnf(RnfConfig(q_ref_bytes=50_000, smooth_rate=False))
     rnf.update(AckSample(acked=0, interval_s=TS, in_flight=0, min_rtt_s=0.02, srtt_s=0.08), now=0.0)
     assert rnf.update(report(50_000, 1_000_000), now=TS).limit == 70_000  # 1e6 * 0.02 + 50000
 
@@ -63,3 +67,41 @@ def test_stale_telemetry_falls_back_to_the_ack_clocked_estimator():
     assert stale.mode is Mode.WINDOW and rnf.state().fallback
     assert rnf.update(report(50_000, 1_250_000), now=7 * TS).limit == 100_000  # the window it left
     assert rnf.state().fallback is False
+
+
+def test_a_delay_target_sets_q_ref_from_the_rate():
+    rnf = Rnf(CONFIG.model_copy(update={"q_ref_bytes": None, "target_ms": 20.0}))
+    # q_ref = 0.02 s x 1.25 MB/s = 25000 B; w = 1.25e6 * 0.04 + 25000
+    assert rnf.update(report(25_000, 1_250_000), now=0.0).limit == 75_000
+    assert rnf.state().q0 == 25_000
+
+
+def test_the_default_target_is_the_loop_half_the_rtt_and_one_period():
+    rnf = Rnf(RnfConfig(tau_s=0.04, smooth_rate=False, ts_s=TS))
+    # target = 0.04 / 2 + 0.01 = 0.03 s: q_ref = 37500 B; w = 50000 + 37500
+    assert rnf.update(report(25_000, 1_250_000), now=0.0).limit == 87_500
+
+
+def test_the_rate_is_averaged_over_tau_and_an_empty_queue_cannot_lower_it():
+    rnf = Rnf(CONFIG.model_copy(update={"smooth_rate": True}))
+    rnf.update(report(50_000, 1_000_000), now=0.0)  # the first period: b = 1e6, w = 40000 + 50000
+    # weight exp(-Ts/tau) = exp(-0.25) = 0.7788: b = 0.7788 x 1e6 + 0.2212 x 3e6 = 1.4424e6 (a 44 % change)
+    decision = rnf.update(report(50_000, 3_000_000), now=TS)
+    assert decision.limit == pytest.approx(1.4424e6 * 0.04 + 50_000, abs=5)
+    # a period that ends empty and served little leaves the average alone
+    assert rnf.update(report(0, 100_000), now=2 * TS).limit == decision.limit
+
+
+def test_the_default_feedback_acts_every_two_rtts_not_every_second():
+    rnf = Rnf(RnfConfig(q_ref_bytes=50_000, tau_s=0.04, smooth_rate=False, ts_s=TS))
+    rnf.update(report(80_000, 1_250_000), now=0.0)  # w = 100000; the next feedback at 2 tau = 0.08 s
+    for k in range(1, 8):
+        assert rnf.update(report(80_000, 1_250_000), now=k * TS).limit == 100_000
+    # the queue averaged 80000 over the 8 periods: w += 50000 - 80000
+    assert rnf.update(report(80_000, 1_250_000), now=0.08).limit == 70_000
+
+
+def test_the_guard_keeps_the_window_under_the_reported_limit():
+    rnf = Rnf(CONFIG.model_copy(update={"overflow_guard": True}))
+    # w = 2.5e6 * 0.04 + 50000 = 150000; B_max 100000 less 0.04 x 100000 + 3000: 93000
+    assert rnf.update(report(50_000, 2_500_000, limit=100_000), now=0.0).limit == 93_000

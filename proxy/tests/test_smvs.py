@@ -1,6 +1,7 @@
 """SMVS (paper 000 eq. 36) against hand-computed steps."""
 
 import random
+from dataclasses import dataclass
 
 import pytest
 from rnf_proxy.control import AckSample, Mode, RanSample, Tick
@@ -14,6 +15,37 @@ HAND = SmvsConfig(ts_s=TS, q0_bytes=10_000, b_max_bytes=20_000, delta=50, eps=10
 
 def report(queue, served, outage=False, limit=0):
     return RanSample(queue=queue, served=served, period_s=TS, outage=outage, queue_limit=limit)
+
+
+@dataclass
+class PlantRun:
+    queues: list[float]
+    d: int
+    in_band: float  # steps with |q - q0| < band, after the first second
+    swing: float  # max - min of the queue over the last second
+    drops: float
+
+
+def run_plant(config, loop, rate=lambda k: 750_000, b_max=100_000, steps=600, min_rtt=0.041):
+    """SMVS against an eNB queue whose arrivals are the quotas `loop` steps old, served at `rate(k)` bytes/s."""
+    smvs = Smvs(config)
+    smvs.update(AckSample(acked=0, interval_s=TS, in_flight=0, min_rtt_s=min_rtt, srtt_s=min_rtt), now=0.0)
+    released, queue, queues, inside, drops = [0] * loop, 0.0, [], [], 0.0
+    for k in range(steps):
+        level = queue + released[-loop]
+        served = min(level, rate(k) * TS)
+        dropped = max(0.0, level - served - b_max)
+        queue = level - served - dropped
+        drops += dropped
+        sample = RanSample(
+            queue=round(queue), served=round(served), period_s=TS, queue_limit=b_max, dropped=round(dropped)
+        )
+        released.append(smvs.update(sample, now=k * TS).limit)
+        state = smvs.state()
+        queues.append(queue)
+        inside.append(abs(queue - state.q0) < state.band)
+    tail = queues[-100:]
+    return PlantRun(queues, smvs.d, sum(inside[100:]) / len(inside[100:]), max(tail) - min(tail), drops)
 
 
 def test_three_steps_match_the_hand_computation():
@@ -48,21 +80,104 @@ def test_band_is_computed_from_the_formula_not_copied_from_the_paper():
     assert section_5_2.band == pytest.approx(20.0)
 
 
-def test_defaults_follow_the_paper_rules_from_the_reported_queue_limit():
-    assert resolve(SmvsConfig()) is None  # B_max is needed and unknown until telemetry reports it
-    params = resolve(SmvsConfig(), reported_b_max=300_000)
-    assert params.q0 == 150_000  # B_max / 2
+def test_byte_reference_defaults_follow_the_paper_rules_from_the_reported_queue_limit():
+    paper = SmvsConfig(q0_bytes=150_000)
+    assert resolve(paper) is None  # eps needs B_max, unknown until telemetry reports it
+    params = resolve(paper, reported_b_max=300_000)
+    assert params.q0 == 150_000 and params.target_s is None
     assert params.delta * params.ts == pytest.approx(0.875)
     assert params.band == pytest.approx(75_000)  # half of min(q0, B_max - q0)
     assert params.horizon == 100  # 1 s of 10 ms steps
 
 
-def test_queue_limit_from_telemetry_starts_control_with_default_parameters():
-    smvs = Smvs(SmvsConfig())
+def test_queue_limit_from_telemetry_starts_control_with_a_byte_reference():
+    smvs = Smvs(SmvsConfig(q0_bytes=150_000))
     assert smvs.update(report(0, 0), now=0.0).mode is Mode.WINDOW  # no B_max yet: the fallback
     decision = smvs.update(report(0, 0, limit=300_000), now=TS)
     assert decision.mode is Mode.QUOTA
     assert smvs.state().q0 == 150_000 and smvs.bank.params(smvs.row).b_max == 300_000
+
+
+def test_the_default_reference_is_a_delay_target_of_one_loop_delay():
+    params = resolve(SmvsConfig())
+    assert params is not None and params.target_s == 0.0  # 0: the loop delay, measured
+    assert resolve(SmvsConfig(target_ms=20)).target_s == pytest.approx(0.02)
+    with pytest.raises(ValueError, match="exclude each other"):
+        SmvsConfig(q0_bytes=50_000, target_ms=20)
+
+
+def test_a_delay_target_converts_to_bytes_at_the_served_rate():
+    smvs = Smvs(HAND.model_copy(update={"q0_bytes": None, "target_ms": 20.0, "eps": None, "b_max_bytes": 300_000}))
+    for k in range(10):
+        smvs.update(report(20_000, 7_500), now=k * TS)  # 750 kB/s every period
+    state = smvs.state()
+    # q0 = 0.02 s x 750000 B/s = 15000 B; band = half of min(q0, B_max - q0) = 7500 B
+    assert state.q0 == pytest.approx(15_000)
+    assert state.band == pytest.approx(7_500)
+
+
+def test_the_time_to_bytes_rate_follows_a_tenfold_drop_within_three_periods():
+    update = {"q0_bytes": None, "target_ms": 50.0, "eps": None, "b_max_bytes": 300_000, "alpha": 0.85}
+    smvs = Smvs(HAND.model_copy(update=update))
+    for k in range(50):
+        smvs.update(report(50_000, 25_000), now=k * TS)  # 2.5 MB/s (20 Mbit/s): q0 = 125000 B
+    assert smvs.state().q0 == pytest.approx(125_000)
+    for k in range(50, 53):
+        smvs.update(report(50_000, 2_500), now=k * TS)  # 250 kB/s
+    # the fast estimate weighs a new period by 1/2: 250000 + 2250000 / 8 = 531250 B/s after three periods,
+    # q0 = 0.05 x 531250 = 26562.5 B, within 2.2x of the new rate's 12500 B; b_bar (the paper's alpha = 0.85)
+    # still says 0.25e6 + 2.25e6 x 0.85^3 = 1.63 MB/s
+    assert smvs.state().q0 == pytest.approx(26_562.5)
+
+
+def test_a_long_target_is_capped_so_that_reference_and_band_fit_under_the_guarded_limit():
+    smvs = Smvs(HAND.model_copy(update={"q0_bytes": None, "target_ms": 200.0, "eps": None, "b_max_bytes": 300_000}))
+    for k in range(10):
+        smvs.update(report(100_000, 25_000), now=k * TS)  # 2.5 MB/s: 200 ms would be 500000 B
+    # B_max less the margin (0.04 x 300000 + 3000 = 15000 B) holds q0 + q0/2 (the widest band): q0 = 285000 / 1.5;
+    # the band is then half of min(190000, 300000 - 190000) = 55000 B
+    assert smvs.state().q0 == pytest.approx(190_000)
+    assert smvs.state().band == pytest.approx(55_000)
+
+
+def test_the_guard_keeps_queue_and_quotas_in_flight_under_the_limit():
+    config = HAND.model_copy(update={"b_max_bytes": 100_000, "q0_bytes": 50_000})
+    guarded, unguarded = Smvs(config), Smvs(config.model_copy(update={"overflow_guard": False}))
+    for smvs in (guarded, unguarded):
+        # k=1: b = b_bar = 2.5 MB/s, eta = 0; S = 0 - 50000 - 2*25000 + 0 = -100000; w = 25000 + 50000 + 1000
+        assert smvs.update(report(0, 25_000), now=0.0).limit == 76_000
+    # k=2: S = 0 - 50000 - 50000 + 76000 = -24000; the law: w = 25000 + 12000 + 1000 = 38000
+    assert unguarded.update(report(0, 25_000), now=TS).limit == 38_000
+    # guarded: if nothing is served from now on, queue + in flight + w <= B_max - margin, the margin
+    # 0.04 x 100000 + 3000 = 7000 B: w = 100000 - 7000 - 0 - 76000 = 17000
+    assert guarded.update(report(0, 25_000), now=TS).limit == 17_000
+
+
+def test_the_loop_delay_is_measured_and_the_limit_cycle_of_the_rtt_rule_is_gone():
+    # a plant whose quotas reach the queue three steps after their decision, telemetry without delay (the
+    # virtual cell's loop with 20 ms of backhaul); 6 Mbit/s constant, B_max 100 kB, q0 50 kB
+    measured = run_plant(SmvsConfig(q0_bytes=50_000), loop=3)
+    assert measured.d == 2  # quotas in flight: the loop delay less the one in this period's arrivals
+    paper = run_plant(SmvsConfig(q0_bytes=50_000, loop_delay="rtt"), loop=3)
+    assert paper.d == 3  # ceil(41 ms / 2 / 10 ms): 2d = 6 quotas counted, 4 of them already in q(k)
+    band = 25_000  # half of min(q0, B_max - q0)
+    assert paper.swing > band  # the limit cycle: the predictor counts arrived quotas twice
+    assert measured.swing < band / 4 and measured.in_band == 1.0 and measured.drops == 0
+
+
+def test_a_tenfold_rate_drop_is_drained_to_target_plus_band_within_the_derived_bound():
+    # 20 -> 2 Mbit/s with a 20 ms target, loop 3 steps. At the drop the queue holds q0 = T b1 = 50000 B and the
+    # loop's quotas, L b1 Ts = 75000 B more; nothing more is needed, so it drains at b2 = 250 kB/s:
+    # (T + L Ts) b1 / b2 = 0.5 s, plus 5 periods for the rate estimate. Then the sojourn q/b2 stays under
+    # target + band = 30 ms (7500 B), and nothing is dropped at B_max = 300 kB.
+    result = run_plant(
+        SmvsConfig(target_ms=20), loop=3, b_max=300_000, steps=1_000, rate=lambda k: 2_500_000 if k < 400 else 250_000
+    )
+    bound_steps = round((0.5 + 5 * TS) / TS)
+    assert result.drops == 0
+    after = result.queues[400 + bound_steps :]
+    assert max(after) <= 7_500
+    assert max(result.queues[400 : 400 + bound_steps // 2]) > 7_500  # the bound is not vacuous
 
 
 def test_outage_freezes_the_average_and_releases_nothing_then_resumes_at_once():

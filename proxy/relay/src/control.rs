@@ -7,7 +7,8 @@
 //! `rnf_proxy/smvs.py` and `rnf_proxy/rnf.py`, where the Python tests check them against hand computations.
 //! Reports are stepped in order, so a UE reported twice in one burst is stepped twice.
 
-/// One UE's telemetry period: the bank row, then bytes, seconds, and 1.0 for a flagged outage.
+/// One UE's telemetry period: the bank row, then bytes, seconds, 1.0 for a flagged outage, the bytes dropped
+/// at the tail of the queue and the queue limit the eNB reports (bytes, 0 when none).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct Report {
@@ -16,6 +17,8 @@ pub struct Report {
     pub served: f64,
     pub period: f64,
     pub flagged: f64,
+    pub dropped: f64,
+    pub limit: f64,
 }
 
 /// The decision of one step: `limit` bytes (-1: no parameters yet), the step number, the step's length
@@ -56,6 +59,10 @@ pub struct SmvsColumns {
     eta_count: *mut i64,
     quotas: *mut f64, // capacity x QUOTA_HISTORY, slot k mod QUOTA_HISTORY holds w(k)
     d: *mut i64,
+    lag_cov: *mut f64, // capacity x LAGS: covariance of w(k - lag) with the arrivals a(k), lag = 1..=LAGS
+    means: *mut f64,   // capacity x 2: running means of w and of a
+    loop_steps: *mut i64,
+    b_fast: *mut f64,
 }
 
 #[repr(C)]
@@ -64,9 +71,13 @@ pub struct SmvsParams {
     pub alpha: f64,
     pub gamma: f64,
     pub delta: f64,
-    pub d: i64, // configured feedback delay in steps, or -1: from the measured RTT
+    pub d: i64, // configured feedback delay in steps, or -1: from the measured RTT or loop
     pub block: i64,
     pub blocks: i64,
+    pub loop_measured: i64, // 1: the quotas in flight are the measured loop delay less one; 0: 2d (paper)
+    pub target: f64,        // delay target, s: q0 = target x rate; 0: the loop delay; NaN: q0 in bytes (column)
+    pub band_fraction: f64, // in target mode, eps from the band rule (43) at this fraction; NaN: eps fixed
+    pub guard: i64,         // 1: w never takes queue + in flight past B_max less the margin
 }
 
 #[repr(C)]
@@ -76,15 +87,20 @@ pub struct RnfColumns {
     queue_sum: *mut f64,
     queue_count: *mut f64,
     next_feedback: *mut f64,
+    q_ref: *mut f64,
+    smoothed: *mut f64, // the served rate averaged over tau, bytes/s
 }
 
 #[repr(C)]
 pub struct RnfParams {
-    pub q_ref: f64,
-    pub tau: f64, // configured proxy-UE RTT, or NaN: the measured minimum RTT
-    pub feedback_period: f64,
+    pub q_ref: f64,  // bytes; NaN: from the delay target
+    pub target: f64, // delay target, s: q_ref = target x rate; 0: the loop delay, min RTT / 2 + Ts
+    pub tau: f64,    // configured proxy-UE RTT, or NaN: the measured minimum RTT
+    pub feedback_period: f64, // s; NaN: 2 tau, at least FEEDBACK_MIN_PERIODS periods
     pub rate_change: f64,
     pub min_window: f64,
+    pub smooth_rate: i64,     // 1: b is the served rate averaged over tau; 0: one period's (paper)
+    pub guard: i64,           // 1: the window never exceeds B_max less the margin
 }
 
 /// Why a step was refused; nothing was stepped then.
@@ -98,6 +114,28 @@ pub enum Refused {
 
 pub const MAX_D: i64 = 50;
 pub const QUOTA_HISTORY: usize = 2 * MAX_D as usize;
+/// Lags (steps) over which the loop delay is looked for: 400 ms at Ts = 10 ms.
+pub const LAGS: usize = 40;
+/// Memory of the loop-delay estimator: a time constant of 100 steps (1 s at 10 ms).
+const LAG_MEMORY: f64 = 0.99;
+/// A lag is taken as the loop delay when no lag two or more away comes within this fraction of its covariance
+/// (a periodic quota, the sliding mode's chatter, makes aliases one period apart: then nothing is learnt).
+const LAG_UNIQUE: f64 = 0.7;
+/// Steps of data before the estimator is trusted.
+const LAG_WARMUP: i64 = 20;
+/// Weight of a new period in the fast rate estimate that converts a delay target to bytes: a 10x rate drop is
+/// within 2x after 3 periods (0.1 + 0.9 x 0.5^3 = 0.21).
+const FAST_ALPHA: f64 = 0.5;
+/// The smallest reference, bytes: two full-size packets, so that a rate estimate near 0 (the start, a
+/// starved period) still asks for data to wait, and the served rate can show the link's rate again.
+pub const MIN_REFERENCE: f64 = 3000.0;
+/// The overflow guard keeps this much of B_max free: IP and TCP headers the quotas do not count (52 B per
+/// 1448 B segment, 3.6 %, rounded up to 4 %) and two 1500-byte packets of rounding.
+pub fn guard_margin(b_max: f64) -> f64 {
+    0.04 * b_max + 3000.0
+}
+/// RNF's feedback acts at most this often, in telemetry periods (its own effect must reach the queue first).
+const FEEDBACK_MIN_PERIODS: f64 = 4.0;
 
 /// The common columns as slices of `capacity` rows.
 struct Common<'a> {
@@ -194,12 +232,14 @@ pub fn smvs_step(
         return Err(Refused::Parameters);
     }
     let rows = rows(reports, capacity).ok_or(Refused::RowOutOfRange)?;
-    // SAFETY: the caller passes columns of `capacity` rows (`blocks` and QUOTA_HISTORY wide for the rings).
-    let (mut common, q0, eps, b_bar_column, eta_low, eta_high, eta_count, quotas, d_column) = unsafe {
+    // SAFETY: the caller passes columns of `capacity` rows (`blocks`, QUOTA_HISTORY, LAGS and 2 wide for the
+    // rings and the estimator).
+    let (mut common, q0, eps, b_max, b_bar_column, eta_low, eta_high, eta_count, quotas, d_column) = unsafe {
         (
             Common::new(&columns.common, capacity),
             slice(columns.q0, capacity),
             slice(columns.eps, capacity),
+            slice(columns.b_max, capacity),
             slice(columns.b_bar, capacity),
             slice(columns.eta_low, capacity * blocks),
             slice(columns.eta_high, capacity * blocks),
@@ -208,13 +248,38 @@ pub fn smvs_step(
             slice(columns.d, capacity),
         )
     };
+    // SAFETY: as above.
+    let (lag_cov, means, loop_steps, b_fast) = unsafe {
+        (
+            slice(columns.lag_cov, capacity * LAGS),
+            slice(columns.means, capacity * 2),
+            slice(columns.loop_steps, capacity),
+            slice(columns.b_fast, capacity),
+        )
+    };
     let (ts, alpha, gamma, delta) = (params.ts, params.alpha, params.gamma, params.delta);
     for ((report, &row), output) in reports.iter().zip(&rows).zip(outputs.iter_mut()) {
         let history = &mut quotas[row * QUOTA_HISTORY..(row + 1) * QUOTA_HISTORY];
         if common.in_fallback[row] && !b_bar_column[row].is_nan() {
             history.fill(b_bar_column[row] * ts); // back from the fallback: the steady state, b_bar*Ts per step
         }
+        if b_max[row].is_nan() && report.limit > 0.0 {
+            b_max[row] = report.limit; // not configured: the limit the eNB reports, for the guard
+        }
+        let previous_queue = common.prev_queue[row];
         let (down, k) = common.begin(row, report, now);
+        // what reached the queue during the period, against the quotas released before: the loop delay
+        let arrived = (report.queue - previous_queue + report.served + report.dropped).max(0.0);
+        let lag = learn_loop(
+            &mut lag_cov[row * LAGS..(row + 1) * LAGS],
+            &mut means[row * 2..row * 2 + 2],
+            history,
+            k,
+            arrived,
+        );
+        if let Some(lag) = lag {
+            loop_steps[row] = lag;
+        }
         let b = rate(report);
         let old = b_bar_column[row];
         let b_bar = if down {
@@ -225,6 +290,10 @@ pub fn smvs_step(
             alpha * old + (1.0 - alpha) * b // eq. (19)
         };
         b_bar_column[row] = b_bar;
+        if !down {
+            let fast = b_fast[row];
+            b_fast[row] = if fast.is_nan() { b } else { FAST_ALPHA * fast + (1.0 - FAST_ALPHA) * b };
+        }
         // eta horizon: a ring of blocks of `block` steps, each holding its min and max; a row's first eta
         // fills the whole ring. Outage steps are left out.
         let (low, high) =
@@ -246,19 +315,49 @@ pub fn smvs_step(
         let eta_l = low.iter().copied().fold(f64::INFINITY, f64::min);
         let eta_u = high.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let (eta_1, eta_2) = ((eta_u + eta_l) / 2.0, (eta_u - eta_l) / 2.0); // eqs. (31)-(32)
-        let d = if params.d >= 0 { params.d } else { derived_d(common.min_rtt[row], ts) };
+        // quotas released and not yet in q(k): 2d in the paper (d each way); measured, the loop delay less one
+        let (in_flight, d) = if params.d >= 0 {
+            (2 * params.d, params.d)
+        } else if params.loop_measured != 0 {
+            let loop_delay = if loop_steps[row] > 0 { loop_steps[row] } else { 1 + derived_d(common.min_rtt[row], ts) };
+            (loop_delay - 1, loop_delay - 1)
+        } else {
+            let d = derived_d(common.min_rtt[row], ts);
+            (2 * d, d)
+        };
         d_column[row] = d;
-        let past: f64 = (1..=2 * d).map(|age| history[(k - age).rem_euclid(QUOTA_HISTORY as i64) as usize]).sum();
         let b_bar0 = if b_bar.is_nan() { 0.0 } else { b_bar };
-        let s = report.queue - q0[row] - (2 * d) as f64 * b_bar0 * ts + gamma * past; // S(k), eq. (34)
+        if !params.target.is_nan() {
+            // a delay target: the queue holds target seconds of the rate, whatever the rate
+            let target = if params.target > 0.0 { params.target } else { (in_flight + 1) as f64 * ts };
+            let fast = if b_fast[row].is_nan() { 0.0 } else { b_fast[row] };
+            let mut reference = (target * fast.min(b_bar0)).max(MIN_REFERENCE);
+            if !b_max[row].is_nan() {
+                // keep q0 + band under the guarded limit: the band is at most q0/2 (rule 43 at half the margin)
+                reference = reference.min((b_max[row] - guard_margin(b_max[row])) / 1.5).max(0.0);
+            }
+            q0[row] = reference;
+            if !params.band_fraction.is_nan() {
+                let margin = if b_max[row].is_nan() { reference } else { reference.min(b_max[row] - reference) };
+                eps[row] = params.band_fraction * margin * (1.0 - delta * ts) / ts;
+            }
+        }
+        let past: f64 =
+            (1..=in_flight).map(|age| history[(k - age).rem_euclid(QUOTA_HISTORY as i64) as usize]).sum();
+        let s = report.queue - q0[row] - in_flight as f64 * b_bar0 * ts + gamma * past; // S(k), eq. (34)
         let law = (b_bar0 * ts + eta_1 - delta * ts * s - (eta_2 + eps[row] * ts) * sign(s)) / gamma; // eq. (36)
-        let w = if law.is_nan() {
+        let mut w = if law.is_nan() {
             law // q0 not resolved yet: no decision
         } else if down {
             0.0
         } else {
             law.max(0.0)
         };
+        if params.guard != 0 && !w.is_nan() && !b_max[row].is_nan() {
+            // what is queued and on its way, with nothing served meanwhile, stays under B_max less the margin
+            let room = b_max[row] - guard_margin(b_max[row]) - report.queue - gamma * past;
+            w = w.min((room / gamma).max(0.0));
+        }
         let released = if w.is_nan() { 0.0 } else { w };
         history[k.rem_euclid(QUOTA_HISTORY as i64) as usize] = released;
         common.w[row] = w;
@@ -270,6 +369,30 @@ pub fn smvs_step(
         *output = Output { limit, step: k, step_s: ts, pacing: 0.0 };
     }
     Ok(())
+}
+
+/// The loop delay, in steps from a quota's step to the report whose arrivals hold it: the lag of the largest
+/// covariance between past quotas and this period's arrivals, if it stands out (see LAG_UNIQUE). `history`
+/// holds w(k - 1) and before; `k` is this step.
+fn learn_loop(cov: &mut [f64], means: &mut [f64], history: &[f64], k: i64, arrived: f64) -> Option<i64> {
+    let quota = |age: usize| history[(k - age as i64).rem_euclid(QUOTA_HISTORY as i64) as usize];
+    let (mean_w, mean_a) = (means[0], means[1]);
+    for (index, value) in cov.iter_mut().enumerate() {
+        *value = LAG_MEMORY * *value + (1.0 - LAG_MEMORY) * (quota(index + 1) - mean_w) * (arrived - mean_a);
+    }
+    means[0] = LAG_MEMORY * mean_w + (1.0 - LAG_MEMORY) * quota(1);
+    means[1] = LAG_MEMORY * mean_a + (1.0 - LAG_MEMORY) * arrived;
+    if k <= LAG_WARMUP {
+        return None;
+    }
+    let (best, &peak) = cov.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+    let rival = cov
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| index.abs_diff(best) >= 2)
+        .map(|(_, &value)| value)
+        .fold(f64::NEG_INFINITY, f64::max);
+    (peak > 0.0 && rival < LAG_UNIQUE * peak).then_some(best as i64 + 1)
 }
 
 /// d = ceil(tau_p/Ts) with tau_p = min RTT / 2, within 1..MAX_D; 1 (the paper's value) until an RTT is known.
@@ -288,33 +411,56 @@ pub fn rnf_step(
 ) -> Result<(), Refused> {
     let rows = rows(reports, capacity).ok_or(Refused::RowOutOfRange)?;
     // SAFETY: the caller passes columns of `capacity` rows.
-    let (mut common, rate_column, queue_sum, queue_count, next_feedback) = unsafe {
+    let (mut common, rate_column, queue_sum, queue_count, next_feedback, q_ref_column, smoothed) = unsafe {
         (
             Common::new(&columns.common, capacity),
             slice(columns.rate, capacity),
             slice(columns.queue_sum, capacity),
             slice(columns.queue_count, capacity),
             slice(columns.next_feedback, capacity),
+            slice(columns.q_ref, capacity),
+            slice(columns.smoothed, capacity),
         )
     };
-    let q_ref = params.q_ref;
     for ((report, &row), output) in reports.iter().zip(&rows).zip(outputs.iter_mut()) {
         let (down, k) = common.begin(row, report, now);
         let tau = if params.tau.is_nan() { common.min_rtt[row] } else { params.tau };
-        let b = rate(report);
+        let served = rate(report);
+        // b tau is what one RTT carries: with smoothing, the served rate averaged over tau (a period's own
+        // rate on a bursty link swings from nothing to several times the mean); a period that ends with an
+        // empty queue served less than the link could carry, so it may raise the average, never lower it
+        let b = if params.smooth_rate == 0 || down {
+            served
+        } else if smoothed[row].is_nan() {
+            smoothed[row] = served;
+            served
+        } else {
+            if report.queue > 0.0 || served > smoothed[row] {
+                let weight = if tau > 0.0 { (-report.period / tau).exp() } else { 0.0 };
+                smoothed[row] = weight * smoothed[row] + (1.0 - weight) * served;
+            }
+            smoothed[row]
+        };
         let (mut window, last_rate) = (common.w[row], rate_column[row]);
         let missing = window.is_nan();
-        if missing && down {
-            window = q_ref;
-        }
         let known_rate = if last_rate.is_nan() { 0.0 } else { last_rate };
+        // a delay target: q_ref holds target seconds of the rate of the last feed-forward; by default the loop
+        // delay, a forward half of the RTT and the period the report waits for
+        let target = if params.target > 0.0 { params.target } else { tau / 2.0 + report.period };
+        let reference =
+            |rate: f64| if params.q_ref.is_nan() { (target * rate).max(MIN_REFERENCE) } else { params.q_ref };
+        if missing && down {
+            window = reference(known_rate);
+        }
         let changed = last_rate.is_nan() || (b - known_rate).abs() > params.rate_change * known_rate;
         // a period that ends with an empty queue served less than the link could carry: it may raise the
         // rate, never lower it
         if !down && (missing || (changed && (report.queue > 0.0 || b > known_rate))) {
             rate_column[row] = b;
-            window = b * tau + q_ref; // eq. (1)
+            window = b * tau + reference(b); // eq. (1)
         }
+        let q_ref = reference(if rate_column[row].is_nan() { 0.0 } else { rate_column[row] });
+        q_ref_column[row] = q_ref;
         if !down {
             queue_sum[row] += report.queue;
             queue_count[row] += 1.0;
@@ -325,9 +471,18 @@ pub fn rnf_step(
                 queue_count[row] = 0.0;
             }
             if now >= due_at || due_at.is_nan() {
-                next_feedback[row] = now + params.feedback_period;
+                let period = if params.feedback_period.is_nan() {
+                    (2.0 * tau).max(FEEDBACK_MIN_PERIODS * report.period)
+                } else {
+                    params.feedback_period
+                };
+                next_feedback[row] = now + period;
             }
             window = window.max(params.min_window);
+            if params.guard != 0 && report.limit > 0.0 {
+                // what is in flight bounds what can reach the queue: B_max less the margin
+                window = window.min(report.limit - guard_margin(report.limit)).max(params.min_window);
+            }
         }
         common.w[row] = window;
         common.q[row] = report.queue;

@@ -76,6 +76,8 @@ def params() -> None:
 @click.argument("config_file", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.option("--ts", type=click.FloatRange(min=0, min_open=True), help="Ts, s (the telemetry period).")
 @click.option("--q0", type=click.IntRange(min=1), help="Reference queue q0, bytes.")
+@click.option("--target-ms", type=click.FloatRange(min=0, min_open=True), help="Delay target, ms (q0 = rate x target).")
+@click.option("--loop-ms", type=click.FloatRange(min=0, min_open=True), help="Loop delay, ms: the default target.")
 @click.option("--b-max", type=click.IntRange(min=1), help="eNB queue limit B_max, bytes.")
 @click.option("--delta", type=click.FloatRange(min=0, min_open=True), help="delta, 1/s.")
 @click.option("--eps", type=click.FloatRange(min=0, min_open=True), help="eps, bytes/s.")
@@ -85,23 +87,29 @@ def check(
     config_file: Path | None,
     ts: float | None,
     q0: int | None,
+    target_ms: float | None,
+    loop_ms: float | None,
     b_max: int | None,
     delta: float | None,
     eps: float | None,
     rate_mbps: float | None,
     variation_period: float | None,
 ) -> None:
-    """Check SMVS parameters (paper 000, rule (43) and Sec. 5.2) and print the predicted band."""
+    """Check SMVS parameters (paper 000, rule (43) and Sec. 5.2) and print the predicted band; with a delay
+    target (the default), at the rate --rate-mbps, in bytes and milliseconds."""
     smvs = load(config_file).controller if config_file else SmvsConfig()
     if not isinstance(smvs, SmvsConfig):
         raise UserError(f"{config_file}: controller.kind is {smvs.kind!r}; the rules are SMVS's")
-    overrides = {"ts_s": ts, "q0_bytes": q0, "b_max_bytes": b_max, "delta": delta, "eps": eps}
+    overrides = {"ts_s": ts, "q0_bytes": q0, "target_ms": target_ms, "b_max_bytes": b_max, "delta": delta, "eps": eps}
     smvs = SmvsConfig.model_validate(smvs.model_dump() | {k: v for k, v in overrides.items() if v is not None})
     resolved = resolve(smvs)
+    if resolved is None and smvs.b_max_bytes is not None:
+        raise UserError(f"q0 = {smvs.q0_bytes} B is not below B_max = {smvs.b_max_bytes} B: give eps, or a smaller q0")
     if resolved is None:
-        raise UserError("B_max is needed to fill in the default q0 and eps: give --b-max (or q0 and eps)")
+        raise UserError("B_max is needed to fill in the default eps for q0 in bytes: give --b-max (or eps)")
     b_bar = rate_mbps * 1e6 / 8 if rate_mbps else None
-    report = rules.check(resolved, b_bar=b_bar, t_b=variation_period)
+    loop_s = loop_ms / 1000 if loop_ms else None
+    report = rules.check(resolved, b_bar=b_bar, t_b=variation_period, loop_s=loop_s)
     for line in rules.describe(report):
         console.print(line, style="red" if line.startswith("FAIL") else None)
     if not report.ok:

@@ -91,6 +91,7 @@ class RanSample:
     period_s: float
     outage: bool = False
     queue_limit: int = 0  # B_max in bytes when the eNB reports one, else 0
+    dropped: int = 0  # bytes dropped at the tail of the queue during the period
 
     @property
     def rate(self) -> float:
@@ -105,6 +106,7 @@ class RanSample:
             period_s=message.period_s,
             outage=message.outage,
             queue_limit=message.dl_queue_limit_bytes,
+            dropped=message.dl_dropped_bytes,
         )
 
 

@@ -28,7 +28,7 @@ from rnf_proxy import native
 from rnf_proxy.control import FREE, AckSample, ControllerState, Decision, Mode, RanSample, Sample
 from rnf_proxy.ewma import Ewma
 
-REPORT_FIELDS = 5
+REPORT_FIELDS = 7
 OUTPUT = np.dtype(  # `Output` in control.rs
     [("limit", np.int64), ("step", np.int64), ("step_s", np.float64), ("pacing", np.float64)]
 )
@@ -109,9 +109,10 @@ class RowBank:
     def step(self, rows: Sequence[int], samples: Sequence[RanSample], now: float) -> list[Decision | None]:
         """One step of the law per (row, sample), in order; None where the row has no parameters yet."""
         count = len(rows)
-        reports = np.fromiter(  # `Report` in control.rs: five doubles per UE
+        reports = np.fromiter(  # `Report` in control.rs: seven doubles per UE
             chain.from_iterable(
-                (row, s.queue, s.served, s.period_s, s.outage) for row, s in zip(rows, samples, strict=True)
+                (row, s.queue, s.served, s.period_s, s.outage, s.dropped, s.queue_limit)
+                for row, s in zip(rows, samples, strict=True)
             ),
             np.float64,
             REPORT_FIELDS * count,

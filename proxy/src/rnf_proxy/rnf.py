@@ -1,14 +1,22 @@
 """Radio network feedback controller (paper 001, Sec. III): an in-flight window from rate and queue reports.
 
-- Feed-forward, eq. (1), whenever the reported rate changes: w = b*tau + q_ref. `b` is the rate the eNB
-  served in the period; it counts as a change when it differs from the rate of the last feed-forward by more
-  than `rate_change` (10 %), so per-period noise does not reset the window every step. A period that ends with
-  an empty queue served less than the link could carry, so it may raise the rate but never lower it.
+- Feed-forward, eq. (1), whenever the rate changes: w = b*tau + q_ref. It counts as a change when `b` differs
+  from the rate of the last feed-forward by more than `rate_change` (10 %), so noise does not reset the window
+  every step. `b` is the served rate averaged over tau (`smooth_rate`, weight exp(-Ts/tau) per period: a window
+  carries what one RTT serves, and on a bursty link one period's rate swings from nothing to several times the
+  mean), or one period's rate as in the paper. A period that ends with an empty queue served less than the link
+  could carry, so it may raise the rate but never lower it.
   `tau` is the RTT between proxy and UE without queueing: configured, or the smallest RTT of the UE's
   connections (TCP_INFO min_rtt). The smoothed RTT would count the queue q_ref twice.
-- Feedback, eq. (2), every `feedback_period_s` (1 s in the paper) with the queue averaged over that period:
-  w += q_ref - q_avg.
-- `w` is a window: it bounds the bytes in flight toward the UE, over all of the UE's connections.
+- q_ref: in bytes (`q_ref_bytes`, the paper's), or a delay target (`target_ms`, by default the loop delay,
+  tau/2 + Ts: the period the report waits for and the forward half of the RTT) times the rate of the last
+  feed-forward, at least 3000 B.
+- Feedback, eq. (2), every `feedback_period_s` with the queue averaged over that period: w += q_ref - q_avg. By
+  default every 2 tau, at least 4 telemetry periods (its last correction must have reached the queue); the paper
+  says about 1 s. The feed-forward replaces the window, correction included, as in the paper.
+- `w` is a window: it bounds the bytes in flight toward the UE, over all of the UE's connections. With
+  `overflow_guard` it stays under the queue limit the eNB reports less 4 % and 3000 B: what is in flight
+  bounds what can reach the queue, so the controller itself never overflows it.
 - Paced start: sending toward the UE is paced at w/tau, so a new window (the first one, or after an outage)
   goes out over one RTT instead of as a burst; in steady state the in-flight window binds first.
 
@@ -27,7 +35,7 @@ import math
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rnf_proxy.control import ControllerState, Mode
 from rnf_proxy.feedback import RanController, RowBank
@@ -41,23 +49,39 @@ class RnfConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["rnf"] = "rnf"
-    q_ref_bytes: int = Field(default=50_000, gt=0, description="reference eNB queue")
+    q_ref_bytes: int | None = Field(default=None, gt=0, description="reference eNB queue in bytes (the paper's)")
+    target_ms: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="reference in time: q_ref = rate x target"
+    )
     tau_s: float | None = Field(default=None, gt=0, description="proxy-UE RTT; default: measured min RTT")
-    feedback_period_s: float = Field(default=1.0, gt=0)
+    feedback_period_s: float | None = Field(
+        default=None, gt=0, description="eq. (2)'s period; default 2 tau, at least 4 telemetry periods"
+    )
+    smooth_rate: bool = Field(default=True, description="b: the served rate averaged over tau, not one period's")
+    overflow_guard: bool = Field(default=True, description="the window stays under B_max less a margin")
     rate_change: float = Field(default=0.1, ge=0, description="relative change that triggers feed-forward")
     ts_s: float = Field(default=0.01, gt=0, description="telemetry period")
     stale_periods: int = Field(default=5, ge=1)
+
+    @model_validator(mode="after")
+    def _one_reference(self) -> RnfConfig:
+        if self.q_ref_bytes is not None and self.target_ms is not None:
+            raise ValueError("q_ref_bytes and target_ms exclude each other: a reference in bytes or in time")
+        return self
 
 
 class NativeRnfParams(ctypes.Structure):
     """`RnfParams` in control.rs."""
 
     _fields_ = (
-        ("q_ref", ctypes.c_double),
+        ("q_ref", ctypes.c_double),  # NaN: from the delay target
+        ("target", ctypes.c_double),  # s; 0: the loop delay
         ("tau", ctypes.c_double),  # NaN: the measured minimum RTT
-        ("feedback_period", ctypes.c_double),
+        ("feedback_period", ctypes.c_double),  # NaN: 2 tau
         ("rate_change", ctypes.c_double),
         ("min_window", ctypes.c_double),
+        ("smooth_rate", ctypes.c_int64),
+        ("guard", ctypes.c_int64),
     )
 
 
@@ -69,15 +93,20 @@ class RnfBank(RowBank):
     queue_sum: np.ndarray
     queue_count: np.ndarray
     next_feedback: np.ndarray
+    q_ref: np.ndarray
+    smoothed: np.ndarray
 
     def __init__(self, config: RnfConfig, capacity: int = 16) -> None:
         self.config = config
         parameters = NativeRnfParams(
-            config.q_ref_bytes,
+            math.nan if config.q_ref_bytes is None else config.q_ref_bytes,
+            config.target_ms / 1000 if config.target_ms is not None else 0.0,
             math.nan if config.tau_s is None else config.tau_s,
-            config.feedback_period_s,
+            math.nan if config.feedback_period_s is None else config.feedback_period_s,
             config.rate_change,
             MIN_WINDOW_BYTES,
+            config.smooth_rate,
+            config.overflow_guard,
         )
         super().__init__("rnf_rnf_step", parameters, capacity)
 
@@ -87,6 +116,8 @@ class RnfBank(RowBank):
             "queue_sum": np.zeros(capacity),
             "queue_count": np.zeros(capacity),
             "next_feedback": np.full(capacity, np.nan),
+            "q_ref": np.full(capacity, np.nan),
+            "smoothed": np.full(capacity, np.nan),
         }
 
     def state(self, row: int) -> ControllerState:
@@ -95,7 +126,7 @@ class RnfBank(RowBank):
         return ControllerState(
             w=float(self.w[row]),
             q=float(self.q[row]),
-            q0=float(self.config.q_ref_bytes),
+            q0=float(self.q_ref[row]),
             b=0.0 if down else float(self.b[row]),
             b_bar=None if math.isnan(rate) else rate,
             outage=down,

@@ -11,12 +11,20 @@ Step k lasts Ts, the telemetry period, and begins when the UE's telemetry of per
   should cover at least one period of the bandwidth variation; one second covers five periods of the
   Fig. 11 trace with period 0.2 s and still forgets a rate step after a second. Outage steps are left out.
   The horizon is kept in 10 blocks (of 10 steps at 1 s and 10 ms), so it spans 91 to 100 steps.
-- S(k) = q(k) - q0 - 2d*b_bar*Ts + gamma * sum_{i=1..2d} w(k-i) (the prediction (34) of q(k+2d) - q0).
+- S(k) = q(k) - q0 - n*b_bar*Ts + gamma * sum_{i=1..n} w(k-i): the prediction (34) of the queue once the quotas
+  released and not yet in q(k) have arrived; the paper has n = 2d (its report travels d steps back).
 - w(k) = (b_bar*Ts + eta_1 - delta*Ts*S(k) - (eta_2 + eps*Ts)*sgn(S(k))) / gamma, clipped at 0 (eq. 36).
   **w(k) is a quota**: the bytes released toward the UE during step k, not a window.
-- d = ceil(tau_p/Ts): configured, or derived from the measured delay between proxy and eNB, taken as half of
-  the smallest RTT of the UE's connections (TCP_INFO min_rtt; it includes the air interface and the uplink,
-  so d errs long); d = 1, the paper's value, until an RTT is known.
+- n, the quotas in flight (`loop_delay`): "measured" (the default) is the loop delay L less one, L the lag in steps
+  at which the quotas covary most with the arrivals the eNB reports (q(k) - q(k-1) + served + dropped), learnt
+  step by step in control.rs (proxy/README.md: why; 1 + ceil(min RTT / 2 / Ts) until it is known); "rtt" is the
+  paper's 2d with d = ceil(tau_p/Ts), tau_p half of the smallest RTT of the UE's connections (TCP_INFO min_rtt);
+  a configured d gives 2d.
+- The reference: q0 in bytes (`q0_bytes`, the paper's), or a delay target (`target_ms`; by default one loop delay,
+  L x Ts): q0 = target x the smaller of b_bar and a fast average of b (weight 1/2 per period), so it follows a rate
+  drop within a few periods; with the default eps the band follows q0 (half of min(q0, B_max - q0)).
+- Overflow guard (`overflow_guard`): w(k) never takes q(k) + the quotas in flight + w(k) past B_max less 4 % and
+  3000 B (headers the quotas do not count), as if nothing were served from now on: no self-inflicted RLC drop.
 
 Outage (flagged, or nothing served for a whole period while data was already queued): the quota is 0 for
 that step and is recorded as such in the w history (nothing was released), while b_bar and the eta horizon
@@ -27,10 +35,11 @@ adaptive-EWMA controller (`ewma.py`), which has been following the UE's ACKs all
 estimate times the minimum RTT. Its window is ACK-clocked, so it cannot flood a queue it no longer sees.
 When telemetry returns, SMVS resumes with its w history set to b_bar*Ts per step (steady state).
 
-Default parameters follow the paper's rules rather than any trace: q0 = B_max/2 (paper: 100 of 200),
-delta*Ts = 0.875 (paper: 35 x 0.025, "delta*Ts -> 1"), and eps so that the predicted band is half of
-min(q0, B_max - q0), the margin rule (43) allows. Units are bytes, so gamma = 1. B_max is configured or, when
-not, the queue limit the eNB reports (`dl_queue_limit_bytes`).
+Default parameters follow the loop and the paper's rules rather than any trace: a delay target of one loop
+delay (the queue rides out a doubling of the rate until the answer arrives), delta*Ts = 0.875 (paper: 35 x 0.025,
+"delta*Ts -> 1"), and eps so that the predicted band is half of min(q0, B_max - q0), the margin rule (43)
+allows. With `q0_bytes` and no eps, eps is fixed from q0 and B_max. Units are bytes, so gamma = 1. B_max is
+configured or, when not, the queue limit the eNB reports (`dl_queue_limit_bytes`).
 
 The law is written once, in the native library (`proxy/relay/src/control.rs`), stepping many UEs per call
 (`SmvsBank`, one row per UE, see `feedback.py`); `Smvs` is one UE's view of it with the
@@ -46,7 +55,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rnf_proxy.control import ControllerState, Decision, Mode, RanSample
 from rnf_proxy.feedback import RanController, RowBank
@@ -55,6 +64,7 @@ DEFAULT_DELTA_TS = 0.875  # paper 000 Sec. 5: delta = 35, Ts = 25 ms
 DEFAULT_BAND_FRACTION = 0.5  # predicted band as a fraction of min(q0, B_max - q0)
 MAX_D = 50  # as control.rs
 QUOTA_HISTORY = 2 * MAX_D
+LAGS = 40  # as control.rs: the loop delay is looked for up to 40 steps
 
 
 class SmvsConfig(BaseModel):
@@ -64,7 +74,14 @@ class SmvsConfig(BaseModel):
 
     kind: Literal["smvs"] = "smvs"
     ts_s: float = Field(default=0.01, gt=0, description="Ts, the step: the telemetry period")
-    q0_bytes: int | None = Field(default=None, gt=0, description="reference queue; default B_max/2")
+    q0_bytes: int | None = Field(default=None, gt=0, description="reference queue in bytes (the paper's)")
+    target_ms: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="reference in time: q0 = rate x target; default the loop"
+    )
+    loop_delay: Literal["measured", "rtt"] = Field(
+        default="measured", description="quotas in flight: the measured loop delay, or 2d from the RTT (paper)"
+    )
+    overflow_guard: bool = Field(default=True, description="queue + in flight stays under B_max less a margin")
     b_max_bytes: int | None = Field(default=None, gt=0, description="eNB queue limit; default from telemetry")
     delta: float | None = Field(default=None, gt=0, description="1/s; default 0.875/Ts")
     eps: float | None = Field(default=None, gt=0, description="bytes/s; default: band = half the margin")
@@ -73,6 +90,12 @@ class SmvsConfig(BaseModel):
     d: int | None = Field(default=None, ge=0, le=MAX_D, description="steps; default from the measured RTT")
     eta_horizon_s: float = Field(default=1.0, gt=0)
     stale_periods: int = Field(default=5, ge=1)
+
+    @model_validator(mode="after")
+    def _one_reference(self) -> SmvsConfig:
+        if self.q0_bytes is not None and self.target_ms is not None:
+            raise ValueError("q0_bytes and target_ms exclude each other: a reference in bytes or in time")
+        return self
 
 
 @dataclass(frozen=True)
@@ -88,30 +111,40 @@ class SmvsParams:
     gamma: float
     d: int | None
     horizon: int  # steps
+    target_s: float | None = None  # a delay target (q0 = rate x target), 0 for the loop delay; None: q0 bytes
 
     @property
     def band(self) -> float:
-        """Predicted quasi-sliding band, eps*Ts/(1 - delta*Ts) (paper 000 eq. (37))."""
+        """Predicted quasi-sliding band, eps*Ts/(1 - delta*Ts) (paper 000 eq. (37)); NaN with a delay target and
+        the default eps, which follows q0."""
         denominator = 1 - self.delta * self.ts
         return self.eps * self.ts / denominator if denominator > 0 else math.inf
+
+
+def target_s(config: SmvsConfig) -> float | None:
+    """The delay target in seconds, 0 for the loop delay; None with a reference in bytes."""
+    if config.q0_bytes is not None:
+        return None
+    return config.target_ms / 1000 if config.target_ms is not None else 0.0
 
 
 def resolve(config: SmvsConfig, reported_b_max: int = 0) -> SmvsParams | None:
     """Fill in the defaults; None while B_max is needed and neither configured nor reported yet."""
     b_max = config.b_max_bytes or reported_b_max or None
-    q0 = config.q0_bytes if config.q0_bytes is not None else (b_max / 2 if b_max else None)
-    if q0 is None:
-        return None
     delta = config.delta if config.delta is not None else DEFAULT_DELTA_TS / config.ts_s
+    target = target_s(config)
     if config.eps is not None:
         eps = config.eps
-    elif b_max is not None and b_max > q0 and delta * config.ts_s < 1:
+    elif config.q0_bytes is None:
+        eps = math.nan  # with a delay target q0 and eps follow the rate, step by step (control.rs)
+    elif b_max is not None and b_max > config.q0_bytes and delta * config.ts_s < 1:
+        q0 = config.q0_bytes
         eps = DEFAULT_BAND_FRACTION * min(q0, b_max - q0) * (1 - delta * config.ts_s) / config.ts_s
     else:
         return None
     return SmvsParams(
         ts=config.ts_s,
-        q0=float(q0),
+        q0=math.nan if config.q0_bytes is None else float(config.q0_bytes),
         b_max=float(b_max) if b_max else None,
         delta=delta,
         eps=eps,
@@ -119,6 +152,7 @@ def resolve(config: SmvsConfig, reported_b_max: int = 0) -> SmvsParams | None:
         gamma=config.gamma,
         d=config.d,
         horizon=max(1, round(config.eta_horizon_s / config.ts_s)),
+        target_s=target,
     )
 
 
@@ -130,9 +164,13 @@ class NativeSmvsParams(ctypes.Structure):
         ("alpha", ctypes.c_double),
         ("gamma", ctypes.c_double),
         ("delta", ctypes.c_double),
-        ("d", ctypes.c_int64),  # -1: from the measured RTT
+        ("d", ctypes.c_int64),  # -1: from the measured RTT or loop
         ("block", ctypes.c_int64),
         ("blocks", ctypes.c_int64),
+        ("loop_measured", ctypes.c_int64),
+        ("target", ctypes.c_double),  # s; 0: the loop delay; NaN: q0 in bytes
+        ("band_fraction", ctypes.c_double),  # NaN: eps fixed
+        ("guard", ctypes.c_int64),
     )
 
 
@@ -148,7 +186,11 @@ class SmvsBank(RowBank):
     eta_high: np.ndarray  # (rows, blocks): max of eta per block of steps
     eta_count: np.ndarray
     quotas: np.ndarray  # (rows, QUOTA_HISTORY) ring of w, slot k mod QUOTA_HISTORY holds w(k)
-    d: np.ndarray  # the feedback delay in steps the last step used
+    d: np.ndarray  # quotas in flight the last step counted (2d in the paper's terms, d recorded)
+    lag_cov: np.ndarray  # (rows, LAGS): covariance of w(k - lag) with the arrivals of period k
+    means: np.ndarray  # (rows, 2): running means of w and of the arrivals
+    loop_steps: np.ndarray  # the measured loop delay in steps, 0 until it is
+    b_fast: np.ndarray  # the fast rate estimate that converts the delay target to bytes
 
     def __init__(self, config: SmvsConfig, capacity: int = 16) -> None:
         self.config = config
@@ -160,6 +202,7 @@ class SmvsBank(RowBank):
         self.block = max(1, self.horizon // 10)
         self.blocks = -(-self.horizon // self.block)
         self.delta = config.delta if config.delta is not None else DEFAULT_DELTA_TS / config.ts_s
+        target = target_s(config)
         parameters = NativeSmvsParams(
             config.ts_s,
             config.alpha,
@@ -168,6 +211,10 @@ class SmvsBank(RowBank):
             -1 if config.d is None else config.d,
             self.block,
             self.blocks,
+            config.loop_delay == "measured",
+            math.nan if target is None else target,
+            DEFAULT_BAND_FRACTION if target is not None and config.eps is None else math.nan,
+            config.overflow_guard,
         )
         super().__init__("rnf_smvs_step", parameters, capacity)
 
@@ -182,6 +229,10 @@ class SmvsBank(RowBank):
             "eta_count": np.zeros(capacity, dtype=np.int64),
             "quotas": np.zeros((capacity, QUOTA_HISTORY)),
             "d": np.full(capacity, 1 if self.config.d is None else self.config.d, dtype=np.int64),
+            "lag_cov": np.zeros((capacity, LAGS)),
+            "means": np.zeros((capacity, 2)),
+            "loop_steps": np.zeros(capacity, dtype=np.int64),
+            "b_fast": np.full(capacity, np.nan),
         }
 
     def add(self) -> int:
@@ -197,8 +248,9 @@ class SmvsBank(RowBank):
         self.b_max[row] = params.b_max if params.b_max is not None else np.nan
 
     def params(self, row: int) -> SmvsParams | None:
-        """The resolved parameters of a row (None until B_max is known when it is needed)."""
-        if math.isnan(self.q0[row]):
+        """The resolved parameters of a row (None until B_max is known when it is needed); q0 and eps as of the
+        last step with a delay target."""
+        if row in self.unresolved:
             return None
         c = self.config
         return SmvsParams(
@@ -211,6 +263,7 @@ class SmvsBank(RowBank):
             gamma=c.gamma,
             d=c.d,
             horizon=self.horizon,
+            target_s=target_s(c),
         )
 
     def step(self, rows: Sequence[int], samples: Sequence[RanSample], now: float) -> list[Decision | None]:
