@@ -22,7 +22,8 @@ pub struct Report {
 }
 
 /// The decision of one step: `limit` bytes (-1: no parameters yet), the step number, the step's length
-/// (seconds, quota mode) and a pacing rate (bytes/s, 0 for none).
+/// (seconds, quota mode), a pacing rate (bytes/s, 0 for none) and a cap on what the UE's sockets may hold,
+/// unacknowledged and unsent together (bytes, 0 for none).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Output {
@@ -30,6 +31,7 @@ pub struct Output {
     pub step: i64,
     pub step_s: f64,
     pub pacing: f64,
+    pub cap: f64,
 }
 
 /// The columns every bank has, in `RowBank.columns` order; `capacity` rows each.
@@ -366,7 +368,10 @@ pub fn smvs_step(
         common.s[row] = s;
         common.outage[row] = down;
         let limit = if w.is_nan() { -1 } else { released.round_ties_even() as i64 };
-        *output = Output { limit, step: k, step_s: ts, pacing: 0.0 };
+        // the guard's hard half, enforced on the sockets: whatever the loop model says, everything sent and not
+        // acknowledged (in flight, queued at the eNB or just delivered) plus what is still unsent stays under it
+        let cap = if params.guard != 0 && !b_max[row].is_nan() { b_max[row] - guard_margin(b_max[row]) } else { 0.0 };
+        *output = Output { limit, step: k, step_s: ts, pacing: 0.0, cap };
     }
     Ok(())
 }
@@ -489,7 +494,7 @@ pub fn rnf_step(
         common.b[row] = b;
         common.outage[row] = down;
         let pacing = if tau > 0.0 { window / tau } else { 0.0 };
-        *output = Output { limit: window.round_ties_even() as i64, step: k, step_s: 0.0, pacing };
+        *output = Output { limit: window.round_ties_even() as i64, step: k, step_s: 0.0, pacing, cap: 0.0 };
     }
     Ok(())
 }

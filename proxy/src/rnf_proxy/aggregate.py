@@ -12,9 +12,12 @@
   exact, so what leaves during the step is w(k), and over a run the sum of the quotas. What the sockets still
   hold unsent from earlier steps is capped at one quota: when the network cannot take the quotas (the UE's
   receive window, a lost telemetry step that starts two steps at once), the release shrinks instead of the
-  kernel's backlog growing without bound. The sockets are paced at 1.1 w(k)/Ts (SO_MAX_PACING_RATE, TCP's
-  internal pacing), so the step's bytes are spread over the step rather than sent as a burst, with a tenth of
-  the step to spare for the jitter of the step clock, and never below 10 segments per step. A step with
+  kernel's backlog growing without bound. With a `cap` (the SMVS overflow guard), what the UE's sockets hold,
+  sent and unacknowledged or unsent (SIOCOUTQ), plus the release never exceeds it: a byte that could still reach
+  the eNB's queue is in there, so the queue cannot overflow whatever the loop's timing. The sockets are paced
+  at 1.1 w(k)/Ts (SO_MAX_PACING_RATE, TCP's internal pacing), so the step's bytes are spread over the step
+  rather than sent as a burst, with a tenth of the step to spare for the jitter of the step clock, and never
+  below 10 segments per step. A step with
   w(k) = 0 leaves the pacing rate alone: the kernel lowers its pacing rate at once but raises it only on the
   next ACK, so a rate cut to nothing (or to a trickle) would hold back the steps after it, when too little is in
   flight to bring ACKs.
@@ -154,6 +157,8 @@ class Aggregate:
                 self._configure(flow)
         backlog = self.relay.queued(self.flows, unsent_only=True)
         self.remaining = max(0, min(decision.limit, 2 * decision.limit - backlog))
+        if decision.cap and self.remaining:  # nothing the sockets hold can overflow the queue the cap guards
+            self.remaining = max(0, min(self.remaining, decision.cap - self.relay.queued(self.flows)))
         self._send_quota()
 
     # -- releasing bytes --------------------------------------------------------------------------------

@@ -77,6 +77,7 @@ class Decision(NamedTuple):
     step_s: float = 0.0  # QUOTA: length of the step, Ts
     pacing_rate: float = 0.0  # bytes/s cap on sending toward the UE; 0 for none
     hold_wired: bool = False  # stop reading from the servers: their receive windows close (link stall)
+    cap: int = 0  # QUOTA: bytes the UE's sockets may hold, unacknowledged and unsent together; 0 for none
 
 
 FREE = Decision(Mode.FREE)

@@ -30,7 +30,7 @@ from rnf_proxy.ewma import Ewma
 
 REPORT_FIELDS = 7
 OUTPUT = np.dtype(  # `Output` in control.rs
-    [("limit", np.int64), ("step", np.int64), ("step_s", np.float64), ("pacing", np.float64)]
+    [("limit", np.int64), ("step", np.int64), ("step_s", np.float64), ("pacing", np.float64), ("cap", np.float64)]
 )
 
 
@@ -133,8 +133,8 @@ class RowBank:
             raise ValueError(f"{type(self).__name__}: the native law refused the step (rows {list(rows)})")
         mode = self.mode
         return [
-            None if limit < 0 else Decision(mode, limit, step, step_s, pacing)
-            for limit, step, step_s, pacing in outputs.tolist()
+            None if limit < 0 else Decision(mode, limit, step, step_s, pacing, False, round(cap))
+            for limit, step, step_s, pacing, cap in outputs.tolist()
         ]
 
     def state(self, row: int) -> ControllerState:
