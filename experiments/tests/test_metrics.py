@@ -43,3 +43,9 @@ def test_band_membership_is_false_without_a_reference():
 def test_settling_time_is_first_entry_into_the_band():
     assert metrics.settling_time_s([10.0, 10.5, 11.25, 12.0], [False, False, True, False], 10.0) == pytest.approx(1.25)
     assert math.isnan(metrics.settling_time_s([1.0], [False], 0.0))
+
+
+def test_sojourn_is_the_queue_over_the_offered_rate_and_skips_outages():
+    # 10 ms periods: 30000 B at 7500 B per period drains in 40 ms; 0 B in 0 ms; an outage period is left out
+    sojourn = metrics.sojourn_ms([30_000, 0, 5_000, 12_500], [7_500, 7_500, 0, 25_000], 0.01)
+    assert sojourn.tolist() == pytest.approx([40.0, 0.0, 5.0])

@@ -151,12 +151,16 @@ def _ue_metrics(series: UeSeries, flows: list[dict[str, Any]], controller: Contr
     if first.size:
         inside[first[0]] = False
     queue = series.queue_bytes[inside]
+    period_s = float(np.median(np.diff(series.time_ns))) / 1e9 if series.time_ns.size > 1 else math.nan
+    sojourn = metrics.sojourn_ms(queue, series.capacity_bytes[inside], period_s)
     values = {
         "utilization": metrics.utilization(series.delivered_bytes[inside], series.capacity_bytes[inside]),
         "goodput_mbps": sum(_goodput_mbps(f) for f in flows if f["last_byte_ns"] and f["kind"] != "upload"),
         "queue_p50_bytes": metrics.percentile(queue, 50),
         "queue_p95_bytes": metrics.percentile(queue, 95),
         "queue_max_bytes": float(queue.max()) if queue.size else math.nan,
+        "sojourn_p50_ms": metrics.percentile(sojourn, 50),
+        "sojourn_p95_ms": metrics.percentile(sojourn, 95),
         "queue_empty_fraction": metrics.empty_fraction(queue),
         "rlc_drops_sdus": int(series.dropped_sdus[inside].sum()),
         "band_fraction": math.nan,
@@ -218,6 +222,8 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "queue_p50_bytes": mean([u["queue_p50_bytes"] for u in ues]),
         "queue_p95_bytes": mean([u["queue_p95_bytes"] for u in ues]),
         "queue_empty_fraction": mean([u["queue_empty_fraction"] for u in ues]),
+        "sojourn_p50_ms": mean([u["sojourn_p50_ms"] for u in ues]),
+        "sojourn_p95_ms": mean([u["sojourn_p95_ms"] for u in ues]),
         "delay_p50_ms": metrics.percentile(delays_ms, 50),
         "delay_p95_ms": metrics.percentile(delays_ms, 95),
         "rlc_drops_sdus": sum(u["rlc_drops_sdus"] for u in ues),

@@ -27,6 +27,15 @@ def empty_fraction(queue_bytes: Array) -> float:
     return float(np.mean(data == 0)) if data.size else math.nan
 
 
+def sojourn_ms(queue_bytes: Array, capacity_bytes: Array, period_s: float) -> npt.NDArray[np.float64]:
+    """Per period, the time the queue at its end takes to drain at the rate the cell offered in that period
+    (the trace's capacity, not what a sender filled): queue / (capacity / period), in ms. Periods without
+    capacity (an outage) are left out: nothing drains then, whatever the queue."""
+    queue, capacity = np.asarray(queue_bytes, dtype=np.float64), np.asarray(capacity_bytes, dtype=np.float64)
+    offered = capacity > 0
+    return queue[offered] / capacity[offered] * period_s * 1000
+
+
 def goodput_bps(received_bytes: int, start_ns: int, end_ns: int) -> float:
     return received_bytes * 8.0 / ((end_ns - start_ns) / 1e9) if end_ns > start_ns else math.nan
 

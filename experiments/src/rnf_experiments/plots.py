@@ -78,9 +78,11 @@ def sweep(runs: list[dict[str, Any]], parameter: str, path: Path) -> None:
     plt.close(figure)
 
 
-def throughput_delay(runs: list[dict[str, Any]], path: Path) -> None:
+def throughput_delay(runs: list[dict[str, Any]], path: Path, title: str = "") -> None:
     """Pantheon's plot: goodput against 95th-percentile one-way delay, one point per run, one colour per arm."""
     figure, axis = plt.subplots(figsize=(7, 5))
+    if title:
+        axis.set_title(title)
     arms = sorted({r["arm"] for r in runs})
     for arm in arms:
         points = [(r["delay_p95_ms"], r["goodput_mbps"]) for r in runs if r["arm"] == arm]

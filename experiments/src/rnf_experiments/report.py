@@ -32,6 +32,10 @@ def summarize_results(results: Path) -> dict[str, Any]:
         plots.throughput_delay(runs, plot_dir / "throughput-delay.png")
     if summary["sweep"]:
         plots.sweep(runs, summary["sweep"], plot_dir / "sweep.png")
+        for value in sorted({run["sweep_value"] for run in runs}, key=str):
+            at = [run for run in runs if run["sweep_value"] == value]
+            name = f"throughput-delay-{summary['sweep']}-{value}.png"
+            plots.throughput_delay(at, plot_dir / name, title=f"{summary['scenario']}, {summary['sweep']} = {value}")
     return summary
 
 
