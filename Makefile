@@ -19,12 +19,13 @@ DATAPATH := virtual-cell/datapath/target/release/rnf-cell-dp
 RELAY := proxy/relay/target/release/librnf_relay.so
 STAMP := .make
 
-.PHONY: help setup system-packages python rust lock demo test lint bench clean
+.PHONY: help setup system-packages python rust lock demo test lint bench bench-latency clean
 
 help:
 	@echo "make demo    install everything, then run a short reproduction of paper 000 Fig. 11 on the virtual cell"
 	@echo "make test    install everything, then run the test suite (as root: it builds network namespaces)"
 	@echo "make bench   the benchmarks behind docs/benchmarks.md (SRSRAN_BUILD=... adds the bridge on the real stack)"
+	@echo "make bench-latency   the latency suite alone (docs/benchmarks.md; fetches two public LTE traces)"
 
 setup: $(STAMP)/system $(STAMP)/python $(DATAPATH) $(RELAY)
 
@@ -72,7 +73,13 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-bench: setup
+# The controllers against senders that know nothing of the RAN: experiments/scenarios/latency, about 45 minutes.
+LATENCY_SUITE := $(wildcard experiments/scenarios/latency/*.toml)
+bench-latency: setup
+	experiments/scenarios/latency/fetch-traces.sh
+	@for scenario in $(LATENCY_SUITE); do $(RNF) run $$scenario --output results || exit 1; done
+
+bench: setup bench-latency
 	$(VENV)/bin/python -m rnf_cell.bench
 	$(VENV)/bin/python -m rnf_bridge.bench
 	$(VENV)/bin/python -m rnf_proxy.bench

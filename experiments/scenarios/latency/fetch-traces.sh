@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The recorded LTE traces of the latency suite, from Mahimahi's repository (GPL-3, not redistributed here), into
+# ./traces next to this script. MAHIMAHI_REPO: a clone or URL of Mahimahi (default: upstream on GitHub).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="${MAHIMAHI_REPO:-https://github.com/ravinet/mahimahi}"
+traces=(ATT-LTE-driving-2016.down TMobile-LTE-driving.down)
+mkdir -p "$here/traces"
+missing=0
+for trace in "${traces[@]}"; do [ -s "$here/traces/$trace" ] || missing=1; done
+if [ "$missing" = 0 ]; then echo "fetch-traces.sh: the traces are in $here/traces"; exit 0; fi
+if [ -d "$repo" ]; then
+    source_dir="$repo"
+else
+    source_dir="$(mktemp -d)"
+    trap 'rm -rf "$source_dir"' EXIT
+    git clone --quiet --depth 1 "$repo" "$source_dir"
+fi
+for trace in "${traces[@]}"; do
+    if [ -f "$source_dir/traces/$trace" ]; then
+        cp "$source_dir/traces/$trace" "$here/traces/$trace"
+    else  # a bare repository or mirror: read the file from HEAD
+        git --git-dir="$source_dir" show "HEAD:traces/$trace" > "$here/traces/$trace" 2>/dev/null \
+            || git -C "$source_dir" show "HEAD:traces/$trace" > "$here/traces/$trace"
+    fi
+    [ -s "$here/traces/$trace" ] || { echo "fetch-traces.sh: $trace is empty in $repo" >&2; exit 1; }
+    echo "fetch-traces.sh: $here/traces/$trace ($(wc -l < "$here/traces/$trace") delivery opportunities)"
+done
