@@ -1,6 +1,8 @@
 """Publisher and subscriber over real ZeroMQ sockets on loopback."""
 
 import asyncio
+import threading
+import time
 from dataclasses import replace
 
 import pytest
@@ -96,8 +98,38 @@ def test_busy_endpoint_is_a_clear_error():
     first.close()
 
 
+# Sends with nobody listening, and the time they may take: encoding and a non-blocking send cost about 5 us here
+# (0.25 s for all), so 5 s, 100 us a send, leaves a slow CI machine 20 times that, while a send that waits on a
+# peer (a blocking or timed send, a socket type that queues for absent peers) takes milliseconds or forever.
+NO_SUBSCRIBER_SENDS = 50_000
+NO_SUBSCRIBER_BOUND_S = 5.0
+
+
 def test_publisher_never_blocks_without_subscribers():
-    publisher = Publisher("tcp://127.0.0.1:0", context=zmq.Context())
-    for seq in range(50_000):
-        publisher.send(replace(BASE, seq=seq & 0xFFFFFFFF))
-    publisher.close()
+    # The sends run in a thread so that a send blocked for good fails the test at the bound: a signal (pytest's
+    # timeout) does not interrupt a blocking ZeroMQ send. Terminating the context ends such a send with ETERM.
+    context = zmq.Context()
+    publisher = Publisher("tcp://127.0.0.1:0", context=context)
+    messages = [replace(BASE, seq=seq) for seq in range(NO_SUBSCRIBER_SENDS)]
+    elapsed: list[float] = []
+
+    def send_all() -> None:
+        try:
+            start = time.perf_counter()
+            for message in messages:
+                publisher.send(message)
+            elapsed.append(time.perf_counter() - start)
+        except zmq.ContextTerminated:
+            pass
+        finally:
+            publisher.close()
+
+    sender = threading.Thread(target=send_all, daemon=True)
+    sender.start()
+    sender.join(NO_SUBSCRIBER_BOUND_S)
+    blocked = sender.is_alive()
+    context.term()
+    sender.join(10)
+    assert not blocked and elapsed, f"{NO_SUBSCRIBER_SENDS} sends did not finish in {NO_SUBSCRIBER_BOUND_S} s"
+    assert elapsed[0] < NO_SUBSCRIBER_BOUND_S
+    assert publisher.dropped == 0  # PUB discards for absent subscribers; a send refused (zmq.Again) counts here
