@@ -37,6 +37,8 @@ def test_short_run_writes_a_complete_results_folder(tmp_path):
         assert 0.5 < values["utilization"] <= 1.0
         assert values["goodput_mbps"] > 1 and values["flows"] == 3 and values["flows_complete"] == 3
         assert values["ttsu_s"] > 0  # the upload and the web page: fixed sizes that completed
+    # the controller never overflows the queue it is told about (the cell counts the drops)
+    assert summary["arms"]["smvs"]["rlc_drops_sdus"] == 0
     assert (results / "plots" / "throughput-delay.png").stat().st_size > 0
     kinds = {t["kind"]: t for t in summary["runs"][0]["transfers"]}
     assert set(kinds) == {"bulk", "upload", "web"}

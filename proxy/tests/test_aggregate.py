@@ -102,6 +102,30 @@ def test_quota_is_what_leaves_per_step(net, serve):
     assert statistics.median(per_step) == pytest.approx(quota, rel=0.1)
 
 
+def test_a_quota_cap_bounds_what_the_sockets_hold(net, serve):
+    # 50 kB per 10 ms step (40 Mbit/s) into a 20 Mbit/s bottleneck with a deep queue: without a cap the kernel's
+    # queues would grow by 25 kB a step; with it, SIOCOUTQ (unacknowledged + unsent) stays at the cap
+    quota, step, cap = 50_000, 0.01, 120_000
+    net.bottleneck(rate_mbit=20, limit_bytes=1_000_000)
+    server = serve(bulk)
+
+    async def scenario():
+        controller = FixedConfig(mode="quota", bytes=quota, ts_s=step, cap_bytes=cap)
+        async with Proxy(config(net, controller)) as proxy:
+            stop = start_download(net, server.port)
+            flows = await wait_for_flows(proxy, net.ue_ip(1), 1)
+            held = []
+            for _ in range(200):
+                await asyncio.sleep(step / 3)
+                held.append(sum(sockets.send_queue(flow.ue.fileno()) for flow in flows))
+            stop.set()
+            return held
+
+    held = asyncio.run(scenario())
+    assert max(held) <= cap
+    assert statistics.median(held[100:]) > 0.8 * cap  # the cap, not the quota or the link, binds
+
+
 def test_quota_is_shared_among_the_connections_of_a_ue(net, serve):
     server = serve(bulk)
 

@@ -23,6 +23,7 @@ class FixedConfig(BaseModel):
     mode: Literal["window", "quota"] = "window"
     bytes: int = Field(gt=0)
     ts_s: float = Field(default=0.01, gt=0)
+    cap_bytes: int = Field(default=0, ge=0, description="quota mode: what the sockets may hold in all (0: no cap)")
 
 
 class Fixed:
@@ -38,7 +39,9 @@ class Fixed:
             return Decision(Mode.WINDOW, self.config.bytes)
         if isinstance(sample, Tick):
             self.step += 1
-        return Decision(Mode.QUOTA, self.config.bytes, step=self.step, step_s=self.config.ts_s)
+        return Decision(
+            Mode.QUOTA, self.config.bytes, step=self.step, step_s=self.config.ts_s, cap=self.config.cap_bytes
+        )
 
     def state(self) -> ControllerState:
         return ControllerState(w=float(self.config.bytes))

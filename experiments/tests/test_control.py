@@ -1,0 +1,66 @@
+"""What the RAN-feedback controllers are for, measured by the cell, not by the controllers: on the virtual cell at
+a constant rate (the setting of the SMVS limit cycle: 6 Mbit/s, RLC queue 100 kB, backhaul 20 ms), the queue
+settles at its reference, inside the band the configuration implies, with no RLC drop and the link busy.
+
+The references and bands are computed here by hand from the configuration (paper 000 (37)/(43) and the delay
+target rule), the queue and the drops are the cell's reports, the sojourn time is the queue over the trace's
+rate."""
+
+import uuid
+from pathlib import Path
+
+import pytest
+from rnf_experiments import report
+from rnf_experiments.runner import run_scenario
+from rnf_experiments.scenario import load_scenario
+
+pytestmark = pytest.mark.root
+SCENARIOS = Path(__file__).parents[1] / "scenarios"
+RATE_BYTES_S = 750_000  # 6 Mbit/s
+
+
+@pytest.fixture(scope="module")
+def constant_rate(tmp_path_factory):
+    prefix = "c" + uuid.uuid4().hex[:6]
+    overrides = [
+        "duration_s=8",
+        "repetitions=1",
+        f"cell.namespace_prefix='{prefix}'",
+        "cell.telemetry.endpoint='tcp://127.0.0.1:5573'",
+        "cell.ues=[{trace={generator='constant', rate_mbps=6}, backhaul_delay_ms=20, uplink_delay_ms=20, "
+        "queue_limit_bytes=100000}]",
+        "traffic=[{kind='bulk'}]",
+        "arms=[{name='smvs-bytes', kind='proxy', controller={kind='smvs', q0_bytes=50000}}, "
+        "{name='smvs-target', kind='proxy', controller={kind='smvs', target_ms=20}}, "
+        "{name='rnf-target', kind='proxy', controller={kind='rnf', target_ms=20}}]",
+    ]
+    scenario, raw = load_scenario(SCENARIOS / "proxy-smoke.toml", overrides)
+    results = run_scenario(scenario, raw, overrides, tmp_path_factory.mktemp("control"))
+    return report.summarize_results(results)["arms"]
+
+
+def test_smvs_with_the_papers_byte_reference_settles_in_its_band_without_loss(constant_rate):
+    arm = constant_rate["smvs-bytes"]
+    # q0 = 50000 B; band = half of min(q0, B_max - q0) = 25000 B (the default eps, rule (43))
+    assert arm["rlc_drops_sdus"] == 0 and arm["retrans_segments"] == 0
+    assert arm["band_fraction"] >= 0.95
+    assert 25_000 < arm["queue_p50_bytes"] < 75_000 and arm["queue_p95_bytes"] < 75_000
+    assert arm["utilization"] >= 0.97
+
+
+def test_smvs_with_a_delay_target_holds_the_sojourn_time(constant_rate):
+    arm = constant_rate["smvs-target"]
+    # q0 = 20 ms x 750 kB/s = 15000 B, band 7500 B = 10 ms: the queue drains in 10-30 ms
+    assert arm["rlc_drops_sdus"] == 0 and arm["retrans_segments"] == 0
+    assert arm["band_fraction"] >= 0.95
+    assert 10 < arm["sojourn_p50_ms"] < 30 and arm["sojourn_p95_ms"] < 30
+    assert arm["queue_p95_bytes"] < 22_500
+    assert arm["utilization"] >= 0.97
+
+
+def test_rnf_with_a_delay_target_holds_its_reference_without_loss(constant_rate):
+    arm = constant_rate["rnf-target"]
+    # q_ref = 15000 B (20 ms): the window feedback holds the queue around it, well under B_max
+    assert arm["rlc_drops_sdus"] == 0 and arm["retrans_segments"] == 0
+    assert 5 < arm["sojourn_p50_ms"] < 40 and arm["sojourn_p95_ms"] < 60
+    assert arm["utilization"] >= 0.97
