@@ -62,7 +62,7 @@ def test_check_prints_the_device_args_of_srsenb_and_of_every_ue(rnf, tmp_path):
         (
             GOOD.replace("[enb]", '[enb]\ntx = "tcp://127.0.0.1:0"'),
             None,
-            "enb.tx: 'tcp://127.0.0.1:0': the bridge connects here",
+            "enb.tx: 'tcp://127.0.0.1:0': connecting needs the host and port the other side binds",
         ),
         (GOOD.replace("[enb]", '[enb]\nrx = "udp://x:1"'), None, "enb.rx: 'udp://x:1' is not a ZeroMQ endpoint"),
         (GOOD.replace('{ file = "step.csv", loop = false }', "{ period_s = 2 }"), None, "ues[1].trace: a trace needs"),

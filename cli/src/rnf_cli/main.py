@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import click
@@ -56,5 +58,14 @@ def cli(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def main() -> None:
-    cli(prog_name="rnf")
+def main(args: Sequence[str] | None = None) -> None:
+    """Run `rnf`; a user's mistake, a bad option included, is one line on stderr (click's usage block is not)."""
+    try:
+        code = cli.main(args=args, prog_name="rnf", standalone_mode=False)
+    except click.ClickException as error:
+        click.echo(f"Error: {error.format_message()}", err=True)
+        sys.exit(error.exit_code)
+    except click.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -11,9 +11,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from rnf_cli.errors import UserError
 
 from rnf_experiments import lineprotocol, metrics
 
+RUN_KEYS = ("arm", "repetition", "sweep")
+FLOW_KEYS = ("flow", "kind", "ue", "start_ns", "last_byte_ns", "received_bytes", "requested_bytes", "complete", "error")
 PACKET_RECORD = np.dtype(
     [("ue", "<u2"), ("length", "<u2"), ("reserved", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
 )
@@ -60,6 +63,11 @@ class ArmRun:
         return str(self.description["arm"])
 
     @property
+    def complete(self) -> bool:
+        """The runner marked the run complete; one it did not (stopped, crashed) is no measurement."""
+        return self.description.get("complete") is True
+
+    @property
     def repetition(self) -> int:
         return int(self.description["repetition"])
 
@@ -74,9 +82,51 @@ class ArmRun:
         return 0 if sweep is None else int(sweep["index"])
 
 
+def read_json(path: Path, keys: tuple[str, ...] = ()) -> Any:
+    """A JSON file of a results folder (an object with `keys` when any are given), or a UserError naming it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text") from None
+    except OSError as error:
+        raise UserError(f"{path}: cannot read: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise UserError(f"{path}: not valid JSON: {error}") from None
+    if keys and not isinstance(data, dict):
+        raise UserError(f"{path}: not a JSON object")
+    if missing := [key for key in keys if key not in data]:
+        raise UserError(f"{path}: no {missing[0]!r}")
+    return data
+
+
+def read_points(path: Path, measurement: str) -> list[lineprotocol.Point]:
+    """Every `measurement` point of a series.lp, or a UserError naming the file."""
+    try:
+        return list(lineprotocol.read(path, measurement))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text") from None
+    except OSError as error:
+        raise UserError(f"{path}: cannot read: {error.strerror}") from None
+    except ValueError as error:
+        raise UserError(f"{path}: not valid line protocol: {error}") from None
+
+
 def load_series(path: Path) -> dict[int, UeSeries]:
+    try:
+        return _series(read_points(path, "cell"))
+    except KeyError as error:
+        raise UserError(f"{path}: a cell point has no {error}") from None
+    except ValueError as error:
+        raise UserError(f"{path}: a cell point has a malformed value: {error}") from None
+
+
+def _series(points: list[lineprotocol.Point]) -> dict[int, UeSeries]:
     columns: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for point in lineprotocol.read(path, "cell"):
+    for point in points:
         ue = int(point.tags["ue"])
         f = point.fields
         column = columns[ue]
@@ -95,8 +145,8 @@ def load_series(path: Path) -> dict[int, UeSeries]:
 def load_controllers(path: Path) -> dict[int, ControllerSeries]:
     """The `controller` points per UE; fields a controller does not have (q0, band) are NaN."""
     columns: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for point in lineprotocol.read(path, "controller"):
-        if not point.tags["ue"].isdigit():
+    for point in read_points(path, "controller"):
+        if not point.tags.get("ue", "").isdigit():
             continue  # a UE outside the cell's address pool
         column = columns[int(point.tags["ue"])]
         column["time_ns"].append(point.time_ns)
@@ -117,20 +167,30 @@ def load_controllers(path: Path) -> dict[int, ControllerSeries]:
 
 
 def load_arm_run(directory: Path) -> ArmRun:
-    flows = [json.loads(p.read_text()) for p in sorted((directory / "flows").glob("*.json"))]
+    """One run folder, every file checked: a UserError names the first that is missing or malformed."""
+    description = read_json(directory / "run.json", RUN_KEYS)
+    sweep = description["sweep"]
+    if not isinstance(description["repetition"], int) or not (
+        sweep is None or (isinstance(sweep, dict) and {"index", "value"} <= sweep.keys())
+    ):
+        raise UserError(f"{directory / 'run.json'}: repetition is not a number or sweep has no index and value")
+    flows = [read_json(p, FLOW_KEYS) for p in sorted((directory / "flows").glob("*.json"))]
     packets_path = directory / "packets.bin"
-    packets = np.fromfile(packets_path, dtype=PACKET_RECORD) if packets_path.exists() else np.empty(0, PACKET_RECORD)
+    try:
+        packets = np.fromfile(packets_path, PACKET_RECORD) if packets_path.exists() else np.empty(0, PACKET_RECORD)
+    except (OSError, ValueError) as error:
+        raise UserError(f"{packets_path}: cannot read packet records: {error}") from None
     netstat_path = directory / "netstat.json"
     cell_summary_path = directory / "cell-summary.json"
     return ArmRun(
-        description=json.loads((directory / "run.json").read_text()),
+        description=description,
         directory=directory,
         ues=load_series(directory / "series.lp"),
         controllers=load_controllers(directory / "series.lp"),
         flows=flows,
         packets=packets,
-        netstat=json.loads(netstat_path.read_text()) if netstat_path.exists() else {},
-        cell_summary=json.loads(cell_summary_path.read_text()) if cell_summary_path.exists() else {},
+        netstat=read_json(netstat_path) if netstat_path.exists() else {},
+        cell_summary=read_json(cell_summary_path) if cell_summary_path.exists() else {},
     )
 
 
@@ -274,8 +334,21 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def load_results(results: Path) -> tuple[dict[str, Any], list[ArmRun]]:
-    metadata = json.loads((results / "metadata.json").read_text())
-    runs = [load_arm_run(d) for d in (results / "runs").iterdir() if d.is_dir()]
-    arms = [arm["name"] for arm in metadata["scenario_data"]["arms"]]
+    """A results folder read whole, or a UserError naming the first file that is missing or malformed."""
+    metadata_path = results / "metadata.json"
+    metadata = read_json(metadata_path, ("scenario", "scenario_data"))
+    try:
+        arms = [str(arm["name"]) for arm in metadata["scenario_data"]["arms"]]
+    except (KeyError, TypeError):
+        raise UserError(f"{metadata_path}: scenario_data.arms is not a list of arms with names") from None
+    runs_path = results / "runs"
+    if not runs_path.is_dir():
+        raise UserError(f"{runs_path}: no such folder")
+    runs = [load_arm_run(d) for d in sorted(runs_path.iterdir()) if d.is_dir()]
+    if not runs:
+        raise UserError(f"{runs_path}: no runs, nothing to report")
+    for run in runs:
+        if run.arm not in arms:
+            raise UserError(f"{run.directory / 'run.json'}: arm {run.arm!r} is not an arm of {metadata_path}")
     runs.sort(key=lambda run: (run.sweep_index, arms.index(run.arm), run.repetition))
     return metadata, runs

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -17,11 +16,12 @@ from rnf_cell import traces
 from rnf_cell.config import TRACE_TAGS, CellConfig, TraceFile, TraceSpec, UeConfig
 from rnf_cli.config import resolve_paths, validate
 from rnf_cli.errors import UserError
+from rnf_cli.numbers import SEED, FiniteFloat
 from rnf_monitoring.client import InfluxClient
 from rnf_monitoring.importer import import_summary
 from rnf_monitoring.influx import parse_url
 
-from rnf_experiments import lineprotocol, model
+from rnf_experiments import analysis, model
 from rnf_experiments import report as reporting
 from rnf_experiments.runner import run_scenario
 from rnf_experiments.scenario import load_scenario, parse_override
@@ -84,11 +84,13 @@ def run(scenario_file: Path, overrides: tuple[str, ...], output: Path, influx_ur
 @click.option("--per-ue", is_flag=True, help="Also print each results folder's figures per UE.")
 def report(results: tuple[Path, ...], per_ue: bool) -> None:
     """Recompute summaries and plots of RESULTS folders and compare them in one table."""
-    summaries = {}
     for folder in results:
         if not (folder / "metadata.json").exists():
             raise UserError(f"{folder}: not a results folder (no metadata.json)")
-        summaries[folder.name] = reporting.summarize_results(folder)
+    computed = {folder: reporting.compute(folder) for folder in results}  # all of them, before writing any
+    for folder, values in computed.items():
+        reporting.write(folder, values)
+    summaries = {folder.name: values.summary for folder, values in computed.items()}
     reporting.print_table(summaries, console)
     if per_ue:
         for summary in summaries.values():
@@ -136,33 +138,52 @@ def _cell_for(
 
 def _measured(results: Path, ue: int, gap_s: float, packet_bytes: int, label: str) -> list[_Measured]:
     """The e2e arms of a results folder (summary.json's goodput, the cell series' drops per run), as `label`+arm."""
+    summary_path = results / "summary.json"
+    if not summary_path.exists():
+        raise UserError(f"{summary_path}: no such file (`rnf report {results}` writes summary.json)")
+    summary_arms = analysis.read_json(summary_path, ("arms",))["arms"]
+    if not isinstance(summary_arms, dict):
+        raise UserError(f"{summary_path}: arms is not an object")
+    metadata_path = results / "metadata.json"
     try:
-        summary = json.loads((results / "summary.json").read_text())
-        metadata = json.loads((results / "metadata.json").read_text())
-    except FileNotFoundError as error:
-        raise UserError(f"{error.filename}: no such file (`rnf report {results}` writes summary.json)") from None
-    arms = [a["name"] for a in metadata["scenario_data"]["arms"] if a.get("kind", "e2e") == "e2e"]
+        arms = [
+            a["name"]
+            for a in analysis.read_json(metadata_path, ("scenario_data",))["scenario_data"]["arms"]
+            if a.get("kind", "e2e") == "e2e"
+        ]
+    except (KeyError, TypeError, AttributeError):
+        raise UserError(f"{metadata_path}: scenario_data.arms is not a list of arms with names") from None
     found = []
     for arm in arms:
         drops, kinds, packets = [], [], []
         for run in sorted((results / "runs").glob(f"*-{arm}")):
-            points = [p for p in lineprotocol.read(run / "series.lp", "cell") if p.tags.get("ue") == str(ue)]
+            series = run / "series.lp"
+            points = [p for p in analysis.read_points(series, "cell") if p.tags.get("ue") == str(ue)]
             times = np.array([p.time_ns / 1e9 for p in points])
-            dropped = np.array([int(p.fields["dropped_sdus"]) for p in points])
+            try:
+                dropped = np.array([int(p.fields["dropped_sdus"]) for p in points])
+                delivered = sum(int(p.fields["delivered_bytes"]) for p in points)
+            except (KeyError, ValueError) as error:
+                raise UserError(f"{series}: a cell point has no valid {error}") from None
             drops.append(float(dropped.sum()))
             kinds.append(model.loss_kinds(model.loss_events(times, dropped, gap_s)))
-            packets.append(sum(int(p.fields["delivered_bytes"]) for p in points) / packet_bytes)
-        if arm in summary["arms"] and drops:
-            found.append(
-                _Measured(
-                    label + arm,
-                    results,
-                    summary["arms"][arm]["goodput_mbps"],
-                    float(np.mean(drops)),
-                    tuple(np.mean(kinds, axis=0).tolist()),  # type: ignore[arg-type]
-                    float(np.mean(packets)),
-                )
+            packets.append(delivered / packet_bytes)
+        entry = summary_arms.get(arm)
+        if entry is None or not drops:
+            continue
+        goodput = entry.get("goodput_mbps") if isinstance(entry, dict) else None
+        if not isinstance(goodput, int | float):
+            raise UserError(f"{summary_path}: arms.{arm}.goodput_mbps is not a number")
+        found.append(
+            _Measured(
+                label + arm,
+                results,
+                goodput,
+                float(np.mean(drops)),
+                tuple(np.mean(kinds, axis=0).tolist()),  # type: ignore[arg-type]
+                float(np.mean(packets)),
             )
+        )
     return found
 
 
@@ -188,17 +209,17 @@ def _f(value: float, digits: int = 2) -> str:
 @click.option("--ue", type=click.IntRange(min=1), default=1, show_default=True, help="Which UE of the cell.")
 @click.option(
     "--rtt-ms",
-    type=click.FloatRange(min=0),
+    type=FiniteFloat(min=0),
     help="Propagation round trip tau [default: 2 x wired delay + backhaul + uplink delay of the cell].",
 )
 @click.option("--buffer-bytes", type=click.IntRange(min=1), help="Bottleneck buffer B [default: the UE's RLC limit].")
 @click.option("--packet-bytes", type=click.IntRange(min=100), default=model.PACKET_BYTES, show_default=True)
 @click.option("--mss", "mss_bytes", type=click.IntRange(min=100), default=model.MSS_BYTES, show_default=True)
-@click.option("--rto-ms", type=click.FloatRange(min=0, min_open=True), help="Timeout T0 [default: 2 rtt, paper 000].")
+@click.option("--rto-ms", type=FiniteFloat(min=0, min_open=True), help="Timeout T0 [default: 2 rtt, paper 000].")
 @click.option(
     "--sample",
     "sample_s",
-    type=click.FloatRange(min=0.001),
+    type=FiniteFloat(min=0.001),
     default=model.SAMPLE_S,
     show_default=True,
     help="Seconds per profile sample (one cycle of paper 000 eqs. 12-14).",
@@ -206,10 +227,10 @@ def _f(value: float, digits: int = 2) -> str:
 @click.option(
     "--duration",
     "duration_s",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloat(min=0, min_open=True),
     help="Seconds of the (looped) trace to model [default: the scenario's duration, else one loop of the trace].",
 )
-@click.option("--seed", type=int, help="Seed of generated traces [default: the scenario's, else 1].")
+@click.option("--seed", type=SEED, help="Seed of generated traces [default: the scenario's, else 1].")
 @click.option(
     "--measured",
     "measured_dirs",

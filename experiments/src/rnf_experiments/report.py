@@ -4,39 +4,71 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rnf_cli.errors import UserError
 
 from rnf_experiments import analysis, plots
 
 
 def summarize_results(results: Path) -> dict[str, Any]:
     """Compute summary.json and the plots of one results folder, and write them into it."""
+    computed = compute(results)
+    write(results, computed)
+    return computed.summary
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A results folder read whole and summarized, not yet written back."""
+
+    summary: dict[str, Any]
+    runs: list[analysis.ArmRun]
+
+
+def compute(results: Path) -> Computed:
+    """summary.json's content for a results folder, from its completed runs; a UserError naming the first file
+    that is missing or malformed, or the folder when no run completed. Nothing is written."""
     metadata, arm_runs = analysis.load_results(results)
-    runs = [analysis.summarize(run) for run in arm_runs]
+    complete = [run for run in arm_runs if run.complete]
+    incomplete = [run.directory.name for run in arm_runs if not run.complete]
+    if not complete:
+        raise UserError(f"{results}: no run completed ({', '.join(incomplete)}), nothing to report")
+    runs = []
+    for run in complete:
+        try:
+            runs.append(analysis.summarize(run))
+        except (KeyError, TypeError, ValueError) as error:
+            raise UserError(f"{run.directory}: malformed flow or series values: {error!r}") from None
     summary = {
         "scenario": metadata["scenario"],
         "sweep": (metadata["scenario_data"].get("sweep") or {}).get("parameter"),
         "runs": runs,
+        "incomplete": incomplete,
         "arms": analysis.aggregate(runs),
     }
+    return Computed(summary, complete)
+
+
+def write(results: Path, computed: Computed) -> None:
+    """summary.json and the plots into the results folder."""
+    summary, runs = computed.summary, computed.summary["runs"]
     (results / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n")
     plot_dir = results / "plots"
     plot_dir.mkdir(exist_ok=True)
-    for run in arm_runs:
+    for run in computed.runs:
         plots.time_series(run, plot_dir / f"{run.directory.name}-timeseries.png")
-    if runs:
-        plots.throughput_delay(runs, plot_dir / "throughput-delay.png")
+    plots.throughput_delay(runs, plot_dir / "throughput-delay.png")
     if summary["sweep"]:
         plots.sweep(runs, summary["sweep"], plot_dir / "sweep.png")
         for value in sorted({run["sweep_value"] for run in runs}, key=str):
             at = [run for run in runs if run["sweep_value"] == value]
             name = f"throughput-delay-{summary['sweep']}-{value}.png"
             plots.throughput_delay(at, plot_dir / name, title=f"{summary['scenario']}, {summary['sweep']} = {value}")
-    return summary
 
 
 def _cell(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
@@ -125,6 +157,8 @@ def print_table(summaries: dict[str, dict[str, Any]], console: Console) -> None:
     console.width = max(console.width, TABLE_WIDTH)  # a pipe or CI log reports 80 columns: never squeeze the figures
     console.print(table(summaries))
     for name, summary in summaries.items():
+        for folder in summary.get("incomplete", []):
+            console.print(f"[bold red]warning[/]: {name}, runs/{folder}: the run did not complete; left out")
         for run, late_ms in late_runs(summary):
             console.print(
                 f"[bold red]warning[/]: {name}, {run}: the cell fell {late_ms:.0f} ms behind real time "

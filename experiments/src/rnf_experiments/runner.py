@@ -3,7 +3,8 @@
 ```
 results/<time>-<scenario>/
   metadata.json                 scenario, overrides, git commit, versions, host, command line
-  runs/<repetition>-<arm>/      series.lp (line protocol), packets.bin, flows/*.json, datapath files
+  runs/<repetition>-<arm>/      run.json ("complete": true once the run ended), series.lp (line protocol),
+                                packets.bin, flows/*.json, datapath files
   summary.json                  per run and per arm metrics (experiments/README.md)
   plots/*.png
 ```
@@ -269,6 +270,8 @@ def run_scenario(
             (directory / "run.json").write_text(json.dumps(context.describe(), indent=1) + "\n")
             started = time.monotonic()
             stats = asyncio.run(_with_progress(context, progress, total, base, started))
+            # Only now is the run a measurement: `rnf report` leaves out a run folder without the mark.
+            (directory / "run.json").write_text(json.dumps(context.describe() | {"complete": True}, indent=1) + "\n")
             if stats is not None and on_recorder_stats is not None:
                 on_recorder_stats(directory.name, stats)
             base += variant.scenario.duration_s

@@ -22,6 +22,7 @@ from enum import Enum
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from rnf_cli.endpoints import check_port
 from rnf_cli.errors import UserError
 
 DEFAULT_DATABASE = "rnf"
@@ -96,6 +97,12 @@ def parse_url(url: str, environ: Mapping[str, str], database: str | None = None)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UserError(f"--influx {url}: expected http://HOST:PORT (for example http://127.0.0.1:8086)")
+    _, colon, port = parts.netloc.rpartition("]")[2].rpartition(":")
+    if colon:
+        try:
+            check_port(port)
+        except ValueError as error:
+            raise UserError(f"--influx {url}: {error}") from None
     if parts.username or parts.password:
         raise UserError(
             "--influx: no credentials in the URL (it is recorded with the run); "

@@ -8,7 +8,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.live import Live
+from rnf_cli.config import validate
 from rnf_cli.errors import UserError
+from rnf_cli.numbers import FiniteFloat
+from rnf_cli.signals import run_until_signal
 from rnf_telemetry.record import FileRecorder, NullRecorder, Recorder
 
 from rnf_proxy import params as rules
@@ -42,7 +45,7 @@ async def _serve(config: ProxyConfig, recorder: Recorder, duration: float | None
 @click.argument("config_file", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.option("--namespace", help="Network namespace to relay in (the cell's core), overriding the file.")
 @click.option("--controller", "kind", type=click.Choice(["smvs", "rnf", "itcp", "clamp", "ewma"]), help="Kind.")
-@click.option("--duration", type=click.FloatRange(min=0.1), help="Stop after this many seconds.")
+@click.option("--duration", type=FiniteFloat(min=0.1), help="Stop after this many seconds.")
 @click.option("--record", type=click.Path(file_okay=False, path_type=Path), help="Write series.lp here.")
 def proxy(
     config_file: Path | None, namespace: str | None, kind: str | None, duration: float | None, record: Path | None
@@ -60,9 +63,7 @@ def proxy(
         record.mkdir(parents=True, exist_ok=True)
         recorder = FileRecorder(record / "series.lp", {"component": "proxy"})
     try:
-        asyncio.run(_serve(config, recorder, duration))
-    except KeyboardInterrupt:
-        pass
+        run_until_signal(_serve(config, recorder, duration))
     finally:
         recorder.close()
 
@@ -74,15 +75,15 @@ def params() -> None:
 
 @params.command("check")
 @click.argument("config_file", type=click.Path(dir_okay=False, path_type=Path), required=False)
-@click.option("--ts", type=click.FloatRange(min=0, min_open=True), help="Ts, s (the telemetry period).")
+@click.option("--ts", type=FiniteFloat(min=0, min_open=True), help="Ts, s (the telemetry period).")
 @click.option("--q0", type=click.IntRange(min=1), help="Reference queue q0, bytes.")
-@click.option("--target-ms", type=click.FloatRange(min=0, min_open=True), help="Delay target, ms (q0 = rate x target).")
-@click.option("--loop-ms", type=click.FloatRange(min=0, min_open=True), help="Loop delay, ms: the default target.")
+@click.option("--target-ms", type=FiniteFloat(min=0, min_open=True), help="Delay target, ms (q0 = rate x target).")
+@click.option("--loop-ms", type=FiniteFloat(min=0, min_open=True), help="Loop delay, ms: the default target.")
 @click.option("--b-max", type=click.IntRange(min=1), help="eNB queue limit B_max, bytes.")
-@click.option("--delta", type=click.FloatRange(min=0, min_open=True), help="delta, 1/s.")
-@click.option("--eps", type=click.FloatRange(min=0, min_open=True), help="eps, bytes/s.")
-@click.option("--rate-mbps", type=click.FloatRange(min=0, min_open=True), help="Mean rate b_bar, Mbit/s.")
-@click.option("--variation-period", type=click.FloatRange(min=0, min_open=True), help="T_b, s.")
+@click.option("--delta", type=FiniteFloat(min=0, min_open=True), help="delta, 1/s.")
+@click.option("--eps", type=FiniteFloat(min=0, min_open=True), help="eps, bytes/s.")
+@click.option("--rate-mbps", type=FiniteFloat(min=0, min_open=True), help="Mean rate b_bar, Mbit/s.")
+@click.option("--variation-period", type=FiniteFloat(min=0, min_open=True), help="T_b, s.")
 def check(
     config_file: Path | None,
     ts: float | None,
@@ -101,7 +102,8 @@ def check(
     if not isinstance(smvs, SmvsConfig):
         raise UserError(f"{config_file}: controller.kind is {smvs.kind!r}; the rules are SMVS's")
     overrides = {"ts_s": ts, "q0_bytes": q0, "target_ms": target_ms, "b_max_bytes": b_max, "delta": delta, "eps": eps}
-    smvs = SmvsConfig.model_validate(smvs.model_dump() | {k: v for k, v in overrides.items() if v is not None})
+    data = smvs.model_dump() | {k: v for k, v in overrides.items() if v is not None}
+    smvs = validate(SmvsConfig, data, str(config_file or "options"))
     resolved = resolve(smvs)
     if resolved is None and smvs.b_max_bytes is not None:
         raise UserError(f"q0 = {smvs.q0_bytes} B is not below B_max = {smvs.b_max_bytes} B: give eps, or a smaller q0")

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from rnf_cli.config import read_toml, validate
+from rnf_cli.endpoints import ConnectEndpoint
 from rnf_telemetry.transport import DEFAULT_ENDPOINT, CurveKeys
 
 from rnf_proxy.clamp import ClampConfig
@@ -54,7 +55,7 @@ def _address(text: str) -> tuple[str, int]:
 class TelemetryConfig(Strict):
     """Where the eNB publishes (telemetry/SPEC.md), which bearer carries the UE's traffic, CURVE keys."""
 
-    endpoint: str = DEFAULT_ENDPOINT
+    endpoint: ConnectEndpoint = DEFAULT_ENDPOINT
     cell_id: int | None = Field(default=None, ge=0, description="only this cell; default: every cell")
     lcid: int = Field(default=3, ge=0, le=255, description="the data radio bearer (3 in srsRAN)")
     curve_public_key: str | None = None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 from pathlib import Path
 
 import click
 from rich.console import Console
+from rnf_cli.endpoints import CONNECT_ENDPOINT
+from rnf_cli.errors import UserError
+from rnf_cli.signals import run_until_signal
 
 from rnf_telemetry.message import TelemetryMessage
 from rnf_telemetry.record import FileRecorder, NullRecorder, Recorder, telemetry_fields, telemetry_tags
@@ -30,7 +32,7 @@ def format_line(message: TelemetryMessage) -> str:
     )
 
 
-async def _listen(endpoint: str, topic: bytes, count: int | None, recorder: Recorder) -> int:
+async def _listen(endpoint: str, topic: bytes, count: int | None, recorder: Recorder) -> None:
     subscriber = Subscriber(endpoint, topic)
     received = 0
     try:
@@ -40,11 +42,13 @@ async def _listen(endpoint: str, topic: bytes, count: int | None, recorder: Reco
             recorder.record("telemetry", telemetry_tags(message), telemetry_fields(message), message.timestamp_ns)
             received += 1
     finally:
-        errors = dict(subscriber.tracker.errors)
-        if errors or subscriber.tracker.lost:
-            console.print(f"dropped: {errors or 'none'}; lost in transit: {subscriber.tracker.lost}", style="yellow")
         subscriber.close()
-    return received
+        recorder.close()
+        errors = dict(subscriber.tracker.errors)
+        console.print(
+            f"received: {received}; dropped: {errors or 'none'}; lost in transit: {subscriber.tracker.lost}",
+            style="yellow" if errors or subscriber.tracker.lost else None,
+        )
 
 
 @click.group("telemetry")
@@ -53,8 +57,8 @@ def telemetry() -> None:
 
 
 @telemetry.command("listen")
-@click.argument("endpoint", default=DEFAULT_ENDPOINT)
-@click.option("--cell", "cell_id", type=int, help="Only this cell id.")
+@click.argument("endpoint", type=CONNECT_ENDPOINT, default=DEFAULT_ENDPOINT)
+@click.option("--cell", "cell_id", type=click.IntRange(min=0, max=0xFFFFFFFF), help="Only this cell id.")
 @click.option("--rnti", type=str, help="Only this RNTI (decimal or 0x hex); needs --cell.")
 @click.option("--count", type=click.IntRange(min=1), help="Stop after this many messages.")
 @click.option(
@@ -64,18 +68,29 @@ def telemetry() -> None:
     help="Also append the messages to this line-protocol file (replayable as a virtual-cell trace).",
 )
 def listen(endpoint: str, cell_id: int | None, rnti: str | None, count: int | None, record_file: Path | None) -> None:
-    """Print decoded telemetry messages from ENDPOINT as they arrive."""
+    """Print decoded telemetry messages from ENDPOINT as they arrive, until --count, Ctrl-C or SIGTERM."""
     try:
-        topic = topic_filter(cell_id, int(rnti, 0) if rnti else None)
+        topic = topic_filter(cell_id, _rnti(rnti) if rnti else None)
     except ValueError as error:
         raise click.BadParameter(str(error)) from error
-    recorder: Recorder = FileRecorder(record_file) if record_file else NullRecorder()
+    recorder: Recorder = NullRecorder()
+    if record_file:
+        try:
+            recorder = FileRecorder(record_file)
+        except OSError as error:
+            raise UserError(f"--record {record_file}: {error.strerror}") from None
+    run_until_signal(_listen(endpoint, topic, count, recorder))
+
+
+def _rnti(text: str) -> int:
+    """An RNTI in decimal or 0x hex: 16 bits (3GPP TS 36.321), as the telemetry topic carries it."""
     try:
-        asyncio.run(_listen(endpoint, topic, count, recorder))
-    except KeyboardInterrupt:
-        pass
-    finally:
-        recorder.close()
+        rnti = int(text, 0)
+    except ValueError:
+        raise ValueError(f"--rnti {text!r} is not a number (decimal or 0x hex)") from None
+    if not 0 <= rnti <= 0xFFFF:
+        raise ValueError(f"--rnti {text}: an RNTI is 16 bits (0 to 0xffff)")
+    return rnti
 
 
 @telemetry.command("write-vectors")

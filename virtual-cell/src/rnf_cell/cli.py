@@ -13,6 +13,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 from rnf_cli.errors import UserError
+from rnf_cli.numbers import SEED, FiniteFloat
 from rnf_telemetry.record import FileRecorder, NullRecorder, Recorder
 
 from rnf_cell import traces
@@ -69,7 +70,7 @@ def _print_totals(cell: VirtualCell) -> None:
 
 @click.command("cell")
 @click.argument("config_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--duration", type=click.FloatRange(min=0.01), help="Stop after this many seconds.")
+@click.option("--duration", type=FiniteFloat(min=0.01), help="Stop after this many seconds.")
 @click.option(
     "--record",
     "record_dir",
@@ -124,17 +125,29 @@ def _windowed(rates: np.ndarray) -> np.ndarray:
 
 @trace.command("generate")
 @click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--min-mbps", type=float, required=True)
-@click.option("--max-mbps", type=float, required=True)
-@click.option("--period", "period_s", type=click.FloatRange(min=0.001), required=True, help="Seconds per level.")
-@click.option("--duration", "duration_s", type=click.FloatRange(min=0.001), default=60.0, show_default=True)
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--min-mbps", type=FiniteFloat(min=0), required=True)
+@click.option("--max-mbps", type=FiniteFloat(min=0), required=True)
+@click.option("--period", "period_s", type=FiniteFloat(min=0.001), required=True, help="Seconds per level.")
+@click.option(
+    "--duration",
+    "duration_s",
+    type=FiniteFloat(min=0.001, max=traces.MAX_TTIS * traces.TTI_S),
+    default=60.0,
+    show_default=True,
+)
+@click.option("--seed", type=SEED, default=1, show_default=True)
 def generate(output: Path, min_mbps: float, max_mbps: float, period_s: float, duration_s: float, seed: int) -> None:
     """Write a random piecewise-constant trace (paper 000 Fig. 11) as `tti,bytes` CSV."""
-    if min_mbps > max_mbps or min_mbps < 0:
-        raise UserError("need 0 <= --min-mbps <= --max-mbps")
-    capacity = traces.piecewise(min_mbps, max_mbps, period_s, duration_s, np.random.default_rng(seed))
-    with output.open("w") as handle:
-        handle.write("tti,bytes\n")
-        handle.writelines(f"{i},{b}\n" for i, b in enumerate(capacity.tolist()))
+    if min_mbps > max_mbps:
+        raise UserError(f"--min-mbps {min_mbps:g} is above --max-mbps {max_mbps:g}")
+    try:
+        capacity = traces.piecewise(min_mbps, max_mbps, period_s, duration_s, np.random.default_rng(seed))
+    except traces.TraceError as error:
+        raise UserError(f"trace generate: {error}") from None
+    try:
+        with output.open("w") as handle:
+            handle.write("tti,bytes\n")
+            handle.writelines(f"{i},{b}\n" for i, b in enumerate(capacity.tolist()))
+    except OSError as error:
+        raise UserError(f"{output}: {error.strerror}") from None
     console.print(f"wrote {len(capacity)} TTIs to {output}")

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 from rnf_cli.config import file_or_generator, read_toml, resolve_paths, validate
+from rnf_cli.endpoints import Endpoint
 from rnf_telemetry.transport import DEFAULT_ENDPOINT
 
 PositiveFloat = Annotated[float, Field(gt=0)]
@@ -144,15 +145,9 @@ class ImpairmentConfig(Strict):
 
 
 class TelemetryConfig(Strict):
-    endpoint: str = DEFAULT_ENDPOINT
+    endpoint: Endpoint = DEFAULT_ENDPOINT
     period_ms: int = Field(default=10, ge=1, le=10_000)
     impairments: ImpairmentConfig = ImpairmentConfig()
-
-    @model_validator(mode="after")
-    def _loopback_unless_explicit(self) -> TelemetryConfig:
-        if not self.endpoint.startswith(("tcp://", "ipc://", "inproc://")):
-            raise ValueError(f"endpoint {self.endpoint!r} is not a ZeroMQ tcp://, ipc:// or inproc:// endpoint")
-        return self
 
 
 class CellConfig(Strict):

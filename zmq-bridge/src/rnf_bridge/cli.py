@@ -17,6 +17,7 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
+from rnf_cli.endpoints import CONNECT_ENDPOINT
 from rnf_cli.errors import UserError
 
 from rnf_bridge import client, config, control, launch, traces
@@ -25,6 +26,7 @@ console = Console(highlight=False)
 control_option = click.option(
     "--control",
     "control_endpoint",
+    type=CONNECT_ENDPOINT,
     envvar="RNF_BRIDGE_CONTROL",
     default=config.DEFAULT_CONTROL,
     show_default=True,

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 from rnf_cli.config import file_or_generator, read_toml, resolve_paths, validate
+from rnf_cli.endpoints import check_endpoint
 from rnf_cli.errors import UserError
 
 from rnf_bridge import traces
@@ -31,27 +32,19 @@ from rnf_bridge.schedule import Schedule, ScheduleError, Timeline
 DEFAULT_CONTROL = "tcp://127.0.0.1:5560"
 SEARCH_RATE = 1.92e6  # srsue searches cells at 1.92 MHz; srsRAN's ZeroMQ radio needs base_srate divisible by it
 PRB_RATES = {6: 1.92e6, 15: 3.84e6, 25: 5.76e6, 50: 11.52e6, 75: 15.36e6, 100: 23.04e6}  # srsRAN's default rates
-_ENDPOINT = re.compile(r"^(tcp://(\*|[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(\*|\d{1,5})|ipc://.+)$")
+SCHEMES = ("tcp", "ipc")  # what srsRAN's ZeroMQ radio takes
 
 
-def _endpoint(value: str) -> str:
-    match = _ENDPOINT.match(value)
-    if match is None:
-        raise ValueError(f"{value!r} is not a ZeroMQ endpoint like tcp://127.0.0.1:2000 or ipc:///tmp/enb_tx")
-    port = match.group(3)
-    if port not in (None, "*") and int(port) > 65535:
-        raise ValueError(f"{value!r}: port {port} is above 65535")
-    return value
+def _bind(value: str) -> str:
+    return check_endpoint(value, schemes=SCHEMES)
 
 
-def _connectable(value: str) -> str:
-    if value.endswith((":0", ":*")):
-        raise ValueError(f"{value!r}: the bridge connects here, so it needs the port the radio binds")
-    return value
+def _connect(value: str) -> str:
+    return check_endpoint(value, connect=True, schemes=SCHEMES)
 
 
-Endpoint = Annotated[str, AfterValidator(_endpoint)]
-ConnectEndpoint = Annotated[str, AfterValidator(_endpoint), AfterValidator(_connectable)]
+Endpoint = Annotated[str, AfterValidator(_bind)]
+ConnectEndpoint = Annotated[str, AfterValidator(_connect)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Decibels = Annotated[float, Field(allow_inf_nan=False)]
 

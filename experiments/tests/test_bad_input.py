@@ -1,0 +1,179 @@
+"""`rnf report` and `rnf model` on bad input: one line naming the file or option, exit 2, nothing rewritten; runs
+the runner did not mark complete are left out and named."""
+
+import json
+from pathlib import Path
+
+import pytest
+from rnf_cli.main import main
+
+TRACE = '{ generator = "piecewise", min_mbps = 2, max_mbps = 20, period_s = 0.2 }'
+OLD_SUMMARY = '{"runs": ["the summary of an earlier report"]}\n'
+
+
+def rnf(capsys, *args: str) -> tuple[int, list[str]]:
+    code, err, _ = rnf_output(capsys, *args)
+    return code, err.splitlines()
+
+
+def rnf_output(capsys, *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args))
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.err, captured.out
+
+
+def results_folder(root: Path, name: str = "results", complete: bool = True) -> Path:
+    """A small results folder as the runner leaves it: one run of arm `cubic`, with a summary of an earlier report."""
+    folder = root / name
+    run = folder / "runs" / "0-cubic"
+    (run / "flows").mkdir(parents=True)
+    (folder / "metadata.json").write_text(
+        json.dumps({"scenario": "demo", "scenario_data": {"arms": [{"name": "cubic"}]}})
+    )
+    (run / "run.json").write_text(json.dumps({"arm": "cubic", "repetition": 0, "sweep": None} | {"complete": complete}))
+    fields = "capacity_bytes=10000i,delivered_bytes=9000i,sched_new_bytes=9000i,sched_retx_bytes=0i"
+    (run / "series.lp").write_text(
+        "".join(
+            f"cell,ue=1 {fields},queue_new_bytes={i}i,queue_retx_bytes=0i,dropped_sdus=0i {i * 10_000_000}\n"
+            for i in range(1, 40)
+        )
+    )
+    flow = {"flow": "f", "kind": "bulk", "ue": 1, "start_ns": 5_000_000, "last_byte_ns": 300_000_000}
+    flow |= {"received_bytes": 300_000, "requested_bytes": 0, "complete": True, "error": ""}
+    (run / "flows" / "f.json").write_text(json.dumps(flow))
+    (folder / "summary.json").write_text(OLD_SUMMARY)
+    return folder
+
+
+def _write(relative: str, content: str | bytes | None):
+    """A change to the results folder: a file's new content, None to delete it, a directory where a file was."""
+
+    def change(folder: Path) -> None:
+        path = folder / relative
+        if content is None:
+            path.unlink()
+        elif content == "DIRECTORY":
+            path.unlink()
+            path.mkdir()
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+
+    return change
+
+
+def _empty_runs(folder: Path) -> None:
+    for path in sorted((folder / "runs").rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+
+
+CORRUPTIONS = [
+    (_write("metadata.json", "{"), "metadata.json: not valid JSON"),
+    (_write("metadata.json", b"\xff\xfe{}"), "metadata.json: not UTF-8 text"),
+    (_write("metadata.json", "DIRECTORY"), "metadata.json: cannot read: Is a directory"),
+    (_write("metadata.json", '{"scenario": "demo"}'), "metadata.json: no 'scenario_data'"),
+    (_write("metadata.json", '{"scenario": "demo", "scenario_data": {}}'), "metadata.json: scenario_data.arms is not"),
+    (_write("metadata.json", "[1]"), "metadata.json: not a JSON object"),
+    (_write("runs/0-cubic/run.json", None), "runs/0-cubic/run.json: no such file"),
+    (_write("runs/0-cubic/run.json", "{"), "runs/0-cubic/run.json: not valid JSON"),
+    (_write("runs/0-cubic/run.json", '{"arm": "cubic"}'), "runs/0-cubic/run.json: no 'repetition'"),
+    (
+        _write("runs/0-cubic/run.json", '{"arm": "reno", "repetition": 0, "sweep": null}'),
+        "runs/0-cubic/run.json: arm 'reno' is not an arm of",
+    ),
+    (
+        _write("runs/0-cubic/run.json", '{"arm": "cubic", "repetition": "x", "sweep": null}'),
+        "runs/0-cubic/run.json: repetition is not a number",
+    ),
+    (_write("runs/0-cubic/flows/f.json", "{}"), "runs/0-cubic/flows/f.json: no 'flow'"),
+    (_write("runs/0-cubic/flows/f.json", "DIRECTORY"), "runs/0-cubic/flows/f.json: cannot read: Is a directory"),
+    (_write("runs/0-cubic/series.lp", None), "runs/0-cubic/series.lp: no such file"),
+    (_write("runs/0-cubic/series.lp", b"cell,ue=1 \xff 1\n"), "runs/0-cubic/series.lp: not UTF-8 text"),
+    (_write("runs/0-cubic/series.lp", "cell,ue=1 garbage\n"), "runs/0-cubic/series.lp: not valid line protocol"),
+    (_write("runs/0-cubic/series.lp", "cell,ue=1 a=1i 1\n"), "runs/0-cubic/series.lp: a cell point has no 'capacity"),
+    (_write("runs/0-cubic/netstat.json", "{"), "runs/0-cubic/netstat.json: not valid JSON"),
+    (_empty_runs, "runs: no runs, nothing to report"),
+]
+
+
+@pytest.mark.parametrize(("corrupt", "reason"), CORRUPTIONS)
+def test_report_on_a_corrupt_folder_is_one_line_and_rewrites_nothing(capsys, tmp_path, corrupt, reason):
+    good, bad = results_folder(tmp_path, "good"), results_folder(tmp_path, "bad")
+    corrupt(bad)
+    code, lines = rnf(capsys, "report", str(good), str(bad))
+    assert code == 2
+    assert len(lines) == 1 and f"{bad}/{reason}" in lines[0]
+    for folder in (good, bad):
+        assert (folder / "summary.json").read_text() == OLD_SUMMARY
+        assert not (folder / "plots").exists()
+
+
+def test_a_run_without_the_completion_mark_is_left_out_and_named(capsys, tmp_path):
+    folder = results_folder(tmp_path)
+    rnf(capsys, "report", str(folder))
+    complete = json.loads((folder / "summary.json").read_text())
+    assert [run["arm"] for run in complete["runs"]] == ["cubic"] and complete["incomplete"] == []
+    (folder / "runs" / "1-cubic").mkdir()
+    for name in ("run.json", "series.lp"):
+        (folder / "runs" / "1-cubic" / name).write_text((folder / "runs" / "0-cubic" / name).read_text())
+    description = json.loads((folder / "runs" / "1-cubic" / "run.json").read_text())
+    (folder / "runs" / "1-cubic" / "run.json").write_text(
+        json.dumps(description | {"repetition": 1, "complete": False})
+    )
+    code, _, out = rnf_output(capsys, "report", str(folder))
+    summary = json.loads((folder / "summary.json").read_text())
+    assert code == 0
+    assert summary["incomplete"] == ["1-cubic"] and len(summary["runs"]) == 1
+    assert summary["arms"]["cubic"]["repetitions"] == 1
+    assert "runs/1-cubic: the run did not complete" in out
+
+
+def test_a_folder_without_a_completed_run_is_refused(capsys, tmp_path):
+    folder = results_folder(tmp_path, complete=False)
+    code, lines = rnf(capsys, "report", str(folder))
+    assert code == 2
+    assert lines == [f"Error: {folder}: no run completed (0-cubic), nothing to report"]
+    assert (folder / "summary.json").read_text() == OLD_SUMMARY
+
+
+MEASURED_CORRUPTIONS = [
+    (_write("summary.json", None), "summary.json: no such file"),
+    (_write("summary.json", "{"), "summary.json: not valid JSON"),
+    (_write("summary.json", b"\xff"), "summary.json: not UTF-8 text"),
+    (_write("summary.json", "{}"), "summary.json: no 'arms'"),
+    (_write("summary.json", '{"arms": {"cubic": {}}}'), "summary.json: arms.cubic.goodput_mbps is not a number"),
+    (_write("summary.json", "DIRECTORY"), "summary.json: cannot read: Is a directory"),
+    (_write("metadata.json", '{"scenario_data": 1}'), "metadata.json: scenario_data.arms is not"),
+    (_write("runs/0-cubic/series.lp", "cell,ue=1 x\n"), "runs/0-cubic/series.lp: not valid line protocol"),
+    (_write("runs/0-cubic/series.lp", "cell,ue=1 a=1i 1\n"), "runs/0-cubic/series.lp: a cell point has no valid"),
+]
+
+
+@pytest.mark.parametrize(("corrupt", "reason"), MEASURED_CORRUPTIONS)
+def test_model_measured_on_a_corrupt_folder_is_one_line(capsys, tmp_path, corrupt, reason):
+    folder = results_folder(tmp_path)
+    (folder / "summary.json").write_text(json.dumps({"arms": {"cubic": {"goodput_mbps": 5.0}}}))
+    corrupt(folder)
+    code, lines = rnf(capsys, "model", TRACE, "--duration", "2", "--measured", str(folder))
+    assert code == 2
+    assert len(lines) == 1 and f"{folder}/{reason}" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--rtt-ms", "nan"),
+        ("--rtt-ms", "inf"),
+        ("--rto-ms", "-inf"),
+        ("--sample", "nan"),
+        ("--duration", "inf"),
+        ("--duration", "nan"),
+        ("--seed", "-3"),
+    ],
+)
+def test_model_refuses_nan_infinity_and_negative_seeds_by_type(capsys, option, value):
+    code, lines = rnf(capsys, "model", TRACE, option, value)
+    assert code == 2
+    assert len(lines) == 1 and f"'{option}'" in lines[0] and value in lines[0]

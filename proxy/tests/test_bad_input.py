@@ -1,0 +1,59 @@
+"""`rnf proxy` and `rnf params check` on bad input: one line naming the input and the reason, exit 2, nothing
+started or written."""
+
+import pytest
+from rnf_cli.main import main
+
+ENDPOINTS = [
+    ("tcp://127.0.0.1:99999", "port 99999 is above 65535"),
+    ("tcp://127.0.0.1:-1", "port '-1' is not a number"),
+    ("-1", "is not a ZeroMQ endpoint"),
+    ("foo://bar", "is not a ZeroMQ endpoint"),
+    ("", "is not a ZeroMQ endpoint"),
+    ("garbage", "is not a ZeroMQ endpoint"),
+    ("tcp://127.0.0.1", "needs HOST:PORT"),
+    ("tcp://127.0.0.1:0", "connecting needs the host and port"),
+]
+
+
+def rnf(capsys, *args: str) -> tuple[int, list[str]]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args))
+    return exit_info.value.code, capsys.readouterr().err.splitlines()
+
+
+@pytest.mark.parametrize(("endpoint", "reason"), ENDPOINTS)
+def test_a_bad_telemetry_endpoint_in_a_proxy_file_is_refused(capsys, tmp_path, endpoint, reason):
+    config = tmp_path / "proxy.toml"
+    config.write_text(f'[telemetry]\nendpoint = "{endpoint}"\n')
+    code, lines = rnf(capsys, "proxy", str(config), "--record", str(tmp_path / "out"))
+    assert code == 2
+    assert len(lines) == 1 and f"{config}: telemetry.endpoint: {endpoint!r}" in lines[0] and reason in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["--ts", "nan"], "'--ts': 'nan' is not a finite number"),
+        (["--ts", "inf"], "'--ts': 'inf' is not a finite number"),
+        (["--target-ms", "inf"], "'--target-ms': 'inf' is not a finite number"),
+        (["--delta", "-inf"], "'--delta': '-inf' is not a finite number"),
+        (["--eps", "nan"], "'--eps': 'nan' is not a finite number"),
+        (["--rate-mbps", "nan"], "'--rate-mbps': 'nan' is not a finite number"),
+        (["--variation-period", "inf"], "'--variation-period': 'inf' is not a finite number"),
+        (["--loop-ms", "nan"], "'--loop-ms': 'nan' is not a finite number"),
+        (["--ts", "0"], "'--ts': 0.0 is not in the range x>0"),
+    ],
+)
+def test_params_check_refuses_nan_and_infinity_by_type(capsys, args, reason):
+    code, lines = rnf(capsys, "params", "check", *args)
+    assert code == 2
+    assert len(lines) == 1 and reason in lines[0]
+
+
+def test_proxy_duration_refuses_infinity(capsys, tmp_path):
+    code, lines = rnf(capsys, "proxy", "--duration", "inf", "--record", str(tmp_path / "out"))
+    assert code == 2
+    assert len(lines) == 1 and "'--duration': 'inf' is not a finite number" in lines[0]
+    assert not (tmp_path / "out").exists()
