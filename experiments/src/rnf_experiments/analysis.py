@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,18 +84,26 @@ class ArmRun:
         return 0 if sweep is None else int(sweep["index"])
 
 
-def read_json(path: Path, keys: tuple[str, ...] = ()) -> Any:
-    """A JSON file of a results folder (an object with `keys` when any are given), or a UserError naming it."""
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Turns what can go wrong reading a file of a results folder into a UserError naming it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        yield
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8 text") from None
     except OSError as error:
         raise UserError(f"{path}: cannot read: {error.strerror}") from None
-    except json.JSONDecodeError as error:
-        raise UserError(f"{path}: not valid JSON: {error}") from None
+
+
+def read_json(path: Path, keys: tuple[str, ...] = ()) -> Any:
+    """A JSON file of a results folder (an object with `keys` when any are given), or a UserError naming it."""
+    with reading(path):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise UserError(f"{path}: not valid JSON: {error}") from None
     if keys and not isinstance(data, dict):
         raise UserError(f"{path}: not a JSON object")
     if missing := [key for key in keys if key not in data]:
@@ -103,16 +113,13 @@ def read_json(path: Path, keys: tuple[str, ...] = ()) -> Any:
 
 def read_points(path: Path, measurement: str) -> list[lineprotocol.Point]:
     """Every `measurement` point of a series.lp, or a UserError naming the file."""
-    try:
-        return list(lineprotocol.read(path, measurement))
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
-    except OSError as error:
-        raise UserError(f"{path}: cannot read: {error.strerror}") from None
-    except ValueError as error:
-        raise UserError(f"{path}: not valid line protocol: {error}") from None
+    with reading(path):
+        try:
+            return list(lineprotocol.read(path, measurement))
+        except UnicodeDecodeError:
+            raise  # a ValueError too: `reading` names it
+        except ValueError as error:
+            raise UserError(f"{path}: not valid line protocol: {error}") from None
 
 
 def load_series(path: Path) -> dict[int, UeSeries]:
