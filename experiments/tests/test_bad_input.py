@@ -177,3 +177,174 @@ def test_model_refuses_nan_infinity_and_negative_seeds_by_type(capsys, option, v
     code, lines = rnf(capsys, "model", TRACE, option, value)
     assert code == 2
     assert len(lines) == 1 and f"'{option}'" in lines[0] and value in lines[0]
+
+
+SCENARIOS = Path(__file__).parents[1] / "scenarios"
+DEMO = SCENARIOS / "demo.toml"
+RUN_OVERRIDES = [
+    ("seed=-3", "seed: Input should be greater than or equal to 0"),
+    ("duration_s=nan", "duration_s: Input should be a finite number"),
+    ("duration_s=inf", "duration_s: Input should be a finite number"),
+    ("cell.ues.0.trace.duration_s=inf", "cell.ues[0].trace.duration_s: Input should be a finite number"),
+    ("cell.ues.0.trace.period_s=nan", "cell.ues[0].trace.period_s: Input should be a finite number"),
+    ("cell.ues.0.backhaul_delay_ms=inf", "cell.ues[0].backhaul_delay_ms: Input should be a finite number"),
+    ("traffic.0.start_s=nan", "traffic[0].start_s: Input should be a finite number"),
+    ("cell.seed=-1", "cell.seed: Input should be greater than or equal to 0"),
+    (
+        "cell.ues.0.trace={generator='constant', rate_mbps=1e8}",
+        "cell.ues[0].trace.rate_mbps: Input should be less than or equal to 100000",
+    ),
+    (
+        "cell.ues.0.outages=[{start_s=1e9, duration_s=1}]",
+        "cell.ues[0].outages[0].start_s: Input should be less than or equal to 3600",
+    ),
+    ("arms.0.controller={kind='smvs', ts_s=inf}", "controller: ts_s: inf is not a finite number"),
+]
+
+
+def _no_results(output: Path) -> bool:
+    return not output.exists()
+
+
+@pytest.mark.parametrize(("override", "reason"), RUN_OVERRIDES)
+def test_run_refuses_nonsense_in_one_line_before_writing(capsys, tmp_path, override, reason):
+    if override.startswith("arms.0.controller"):
+        override = "arms=[{name='smvs', kind='proxy', controller={kind='smvs', ts_s=inf}}]"
+    output = tmp_path / "out"
+    code, lines = rnf(capsys, "run", str(DEMO), "--set", override, "--output", str(output))
+    assert code == 2
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {DEMO} (with --set {override}): ") and reason in lines[0]
+    assert _no_results(output)
+
+
+def _scenario_with_trace(folder: Path, name: str, content: str | None, fmt: str = "csv") -> Path:
+    if content is not None:
+        (folder / name).write_text(content)
+    scenario = folder / "scenario.toml"
+    text = DEMO.read_text().replace(
+        'trace = { generator = "piecewise", min_mbps = 2, max_mbps = 20, period_s = 0.2, duration_s = 60 }',
+        f'trace = {{ file = "{name}", format = "{fmt}" }}',
+    )
+    assert f'file = "{name}"' in text
+    scenario.write_text(text)
+    return scenario
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "fmt", "reason"),
+    [
+        ("missing.csv", None, "csv", "cell.ues[0].trace.file: {tmp}/missing.csv: no such trace file"),
+        ("t.csv", "time_s,rate_mbps\n0,5\n1,\u00b2\n", "csv", "cell.ues[0].trace.file: {tmp}/t.csv:3: not a number"),
+        ("t.csv", "time_s,rate_mbps\n0,5\nnan,3\n", "csv", "cell.ues[0].trace.file: {tmp}/t.csv:3: not a finite"),
+        ("t.lp", "telemetry,ue=1 sched_new_bytes 1\n", "telemetry", "{tmp}/t.lp:1: a field without `=`"),
+        ("t.down", "1\n\u0663\n", "mahimahi", "{tmp}/t.down:2: expected a whole number of milliseconds"),
+    ],
+)
+def test_run_reads_every_trace_file_before_writing(capsys, tmp_path, name, content, fmt, reason):
+    scenario = _scenario_with_trace(tmp_path, name, content, fmt)
+    output = tmp_path / "out"
+    code, lines = rnf(capsys, "run", str(scenario), "--output", str(output))
+    assert code == 2
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {scenario}: ") and reason.format(tmp=tmp_path) in lines[0]
+    assert _no_results(output)
+
+
+def test_a_missing_fetched_trace_names_the_script_that_fetches_it(capsys, tmp_path):
+    scenario = _scenario_with_trace(tmp_path, "traces/lte.down", None, "mahimahi")
+    (tmp_path / "fetch-traces.sh").write_text("#!/bin/sh\n")
+    output = tmp_path / "out"
+    code, lines = rnf(capsys, "run", str(scenario), "--output", str(output))
+    assert (code, lines) == (
+        2,
+        [
+            f"Error: {scenario}: cell.ues[0].trace.file: {tmp_path}/traces/lte.down: no such trace file "
+            f"({tmp_path}/fetch-traces.sh fetches the traces)"
+        ],
+    )
+    assert _no_results(output)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--set", "name.x.y=1"], "Error: --set name.x.y: name is a string in {demo}, not a table"),
+        (["--set", "duration_s.x=1"], "Error: --set duration_s.x: duration_s is a number in {demo}, not a table"),
+        (["--set", "arms.x.cc=bbr"], "Error: --set arms.x.cc: arms.x is not an index of {demo}"),
+        (["--set", "arms.\u0661.cc=bbr"], "Error: --set arms.\u0661.cc: arms.\u0661 is not an index of {demo}"),
+        (
+            ["--set", "sweep={parameter='p', keys=['name.x'], values=[1]}"],
+            "Error: sweep key name.x: name is a string in {demo} (with --set sweep={parameter='p', keys=['name.x'], "
+            "values=[1]}) (sweep p = 1), not a table",
+        ),
+        (["--output", "{tmp}/file/out"], "Error: --output {tmp}/file/out: cannot create {tmp}/file/out/"),
+    ],
+)
+def test_run_names_a_bad_key_or_output(capsys, tmp_path, args, line):
+    (tmp_path / "file").write_text("a file, not a folder")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    if "--output" not in args:
+        args += ["--output", str(tmp_path / "out")]
+    code, lines = rnf(capsys, "run", str(DEMO), *args)
+    assert code == 2
+    assert len(lines) == 1 and lines[0].startswith(line.replace("{demo}", str(DEMO)).replace("{tmp}", str(tmp_path)))
+    assert not (tmp_path / "out").exists() and (tmp_path / "file").read_text() == "a file, not a folder"
+
+
+def test_a_srsran_scenario_without_a_build_is_refused_before_writing(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("SRSRAN_BUILD", raising=False)
+    scenario = SCENARIOS / "srsran-smvs.toml"
+    code, lines = rnf(capsys, "run", str(scenario), "--output", str(tmp_path / "out"))
+    assert (code, lines) == (
+        2,
+        [
+            f"Error: {scenario}: cell.kind: 'srsran' needs a patched srsRAN build: SRSRAN_BUILD is not set "
+            "(a srsRAN_4G build with the enb-patches series applied)"
+        ],
+    )
+    assert _no_results(tmp_path / "out")
+
+
+@pytest.mark.parametrize("scenario", ["srsran-smvs.toml", "srsran-zmq-smvs.toml"])
+def test_model_of_a_srsran_scenario_is_one_line(capsys, scenario):
+    code, lines = rnf(capsys, "model", "--scenario", str(SCENARIOS / scenario))
+    assert code == 2
+    assert len(lines) == 1 and "cell.kind: a 'srsran" in lines[0] and "has no capacity trace to model" in lines[0]
+
+
+def test_model_of_a_scenario_with_a_bad_trace_names_file_and_field(capsys, tmp_path):
+    scenario = _scenario_with_trace(tmp_path, "t.csv", "time_s,rate_mbps\n0,5\nnan,3\n")
+    code, lines = rnf(capsys, "model", "--scenario", str(scenario))
+    line = f"Error: {scenario}: cell.ues[0].trace.file: {tmp_path}/t.csv:3: not a finite number: 'nan,3'"
+    assert (code, lines) == (2, [line])
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "reason"),
+    [
+        ("--duration", "1e7", "10000000.0 is not in the range 0<x<=3600"),
+        ("--ue", "2", "--ue 2: the cell has 1 UE(s)"),
+        ("--buffer-bytes", "0", "0 is not in the range x>=1"),
+    ],
+)
+def test_model_refuses_out_of_range_options(capsys, option, value, reason):
+    code, lines = rnf(capsys, "model", TRACE, option, value)
+    assert (code, len(lines)) == (2, 1) and reason in lines[0]
+
+
+def test_run_reads_the_traces_of_every_sweep_point_before_writing(capsys, tmp_path):
+    scenario = _scenario_with_trace(tmp_path, "good.csv", "time_s,rate_mbps\n0,5\n1,0\n")
+    (tmp_path / "bad.csv").write_text("time_s,rate_mbps\n0,5\n1,inf\n")
+    with scenario.open("a") as handle:
+        handle.write(
+            '\n[sweep]\nparameter = "trace"\nkeys = ["cell.ues.0.trace.file"]\nvalues = ["good.csv", "bad.csv"]\n'
+        )
+    output = tmp_path / "out"
+    code, lines = rnf(capsys, "run", str(scenario), "--output", str(output))
+    assert (code, lines) == (
+        2,
+        [
+            f"Error: {scenario} (sweep trace = '{tmp_path}/bad.csv'): cell.ues[0].trace.file: "
+            f"{tmp_path}/bad.csv:3: not a finite number: '1,inf'"
+        ],
+    )
+    assert _no_results(output)

@@ -4,7 +4,7 @@ import json
 import math
 
 import pytest
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 from rnf_monitoring.importer import import_results, read_batches, summary_lines, time_ns
 from rnf_telemetry.record import FileRecorder
 

@@ -3,7 +3,7 @@
 import base64
 
 import pytest
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 from rnf_monitoring.influx import (
     Credentials,
     Outcome,

@@ -1,7 +1,7 @@
 """Configuration files: defaults, controller kinds, and errors that name the file and the field."""
 
 import pytest
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 from rnf_proxy.config import load
 from rnf_proxy.rnf import RnfConfig
 
@@ -28,7 +28,7 @@ def test_a_controller_table_selects_the_kind(tmp_path):
         ('[controller]\nkind = "smvs"\nalpha = 2\n', "proxy.toml: controller.smvs.alpha: Input should be less than 1"),
         ('[controller]\nkind = "rnf"\nq_reff = 1\n', "proxy.toml: controller.rnf.q_reff: Extra inputs"),
         ('mode = "explicit"\n', "explicit mode needs server"),
-        ('listen = "localhost"\n', "is not host:port"),
+        ('listen = "localhost"\n', "listen: 'localhost' is not IP:PORT"),
         ("[telemetry]\ncurve_public_key = 'x'\n", "CURVE needs"),
     ],
 )

@@ -3,7 +3,7 @@
 import os
 
 import pytest
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 from rnf_proxy import netns
 
 

@@ -82,6 +82,22 @@ def test_longer_payload_of_a_later_minor_revision_is_read():
     assert decode(bytes(extended)) == message
 
 
+def test_a_payload_longer_than_any_length_field_is_a_field_error():
+    longest = bytearray(encode(vectors.VALID["basic"]) + bytes(0xFFFF - 96))
+    longest[2:4] = (0xFFFF).to_bytes(2, "little")
+    assert decode(bytes(longest)) == vectors.VALID["basic"]
+    with pytest.raises(DecodeError) as raised:
+        decode(bytes(longest) + b"\0")
+    assert raised.value.kind == "field" and "65536 bytes" in raised.value.detail
+
+
+def test_a_topic_with_a_trailing_newline_is_a_topic_error():
+    message = vectors.VALID["basic"]
+    with pytest.raises(DecodeError) as raised:
+        decode_multipart([message.key.topic() + b"\n", encode(message)])
+    assert raised.value.kind == "topic"
+
+
 def test_derived_rate_and_queue():
     message = TelemetryMessage(
         cell_id=1,
@@ -117,3 +133,48 @@ def test_wrong_frame_count_is_a_frames_error(frames):
     with pytest.raises(DecodeError) as raised:
         decode_multipart(frames)
     assert raised.value.kind == "frames"
+
+
+def _payload(**fields: int) -> bytes:
+    """basic's payload with some header bytes replaced: `version`, `flags`, `length` (u16), `reserved`."""
+    payload = bytearray(encode(vectors.VALID["basic"]))
+    offsets = {"version": (0, 1), "flags": (1, 1), "length": (2, 2), "reserved": (11, 1)}
+    for name, value in fields.items():
+        offset, size = offsets[name]
+        payload[offset : offset + size] = value.to_bytes(size, "little")
+    return bytes(payload)
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b"\x01\x00\x60", "truncated: 3 bytes, the header alone is 4"),
+        (_payload()[:4], "truncated: 4 bytes, the length field says 96"),  # a whole header, no body
+        (_payload()[:95], "truncated: 95 bytes, the length field says 96"),
+        (_payload(version=3), "version: version 3, this decoder reads 1"),  # byte 0; byte 1 (flags) is 2
+        (_payload(length=95), "field: length field 95 is below the version-1 size 96"),
+        (_payload(flags=0x06), "field: unknown flag bits 0x04"),  # the outage bit's neighbour, beside a known bit
+        (_payload(reserved=7), "field: reserved byte is 7, not 0"),
+    ],
+    ids=["3-bytes", "header-only", "95-bytes", "version-3", "length-95", "flag-0x04", "reserved-7"],
+)
+def test_a_decode_error_says_what_is_wrong_with_the_payload(payload, message):
+    # the text is what `rnf telemetry listen` and the stream statistics show a user
+    with pytest.raises(DecodeError) as raised:
+        decode(payload)
+    assert str(raised.value) == message
+    assert raised.value.detail == message.split(": ", 1)[1]
+
+
+def test_a_frame_error_and_a_topic_error_say_what_they_saw():
+    payload = encode(vectors.VALID["basic"])
+    with pytest.raises(DecodeError) as raised:
+        decode_multipart([payload])
+    assert str(raised.value) == "frames: 1 frames, expected 2 (topic, payload)"
+    long_topic = b"tlm2/" + b"x" * 60  # not tlm1: shown cut to its first 40 bytes
+    with pytest.raises(DecodeError) as raised:
+        decode_multipart([long_topic, payload])
+    assert (raised.value.kind, raised.value.detail) == ("topic", f"{long_topic[:40]!r} is not a tlm1/ topic")
+    with pytest.raises(DecodeError) as raised:
+        decode_multipart([b"tlm1/00000001/0047/03", payload])
+    assert raised.value.detail == "topic names cell 1 rnti 0x0047 lcid 3 but the payload is cell 1 rnti 0x0046 lcid 3"

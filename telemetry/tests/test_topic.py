@@ -17,7 +17,20 @@ def test_ue_filter_does_not_match_a_longer_rnti():
     assert not StreamKey(0x10, 0x46, 3).topic().startswith(topic_filter(cell_id=1))
 
 
-@pytest.mark.parametrize("topic", [b"", b"tlm2/00000001/0046/03", b"tlm1/1/46/3", b"tlm1/0000000G/0046/03"])
+@pytest.mark.parametrize(
+    "topic",
+    [
+        b"",
+        b"tlm2/00000001/0046/03",
+        b"tlm1/1/46/3",
+        b"tlm1/0000000G/0046/03",
+        b"tlm1/00000001/0046/03\n",  # exact: no trailing byte, not even the newline a `$` would let through
+        b"tlm1/00000001/0046/03\x00",
+        b"tlm1/00000001/0046/030",
+        b" tlm1/00000001/0046/03",
+        b"tlm1/00000001/0046/03/",
+    ],
+)
 def test_malformed_topics_do_not_parse(topic):
     assert parse_topic(topic) is None
 

@@ -49,6 +49,27 @@ def test_bad_messages_are_counted_and_never_stop_the_subscriber():
     asyncio.run(scenario())
 
 
+def test_a_message_larger_than_the_length_field_can_describe_is_never_taken():
+    """The contract's u16 `length` bounds a payload at 65535 bytes: a 16 MB message is dropped and counted as a
+    `field` error, and the subscriber goes on with the messages after it on the same connection."""
+
+    async def scenario() -> None:
+        publisher = Publisher("tcp://127.0.0.1:0")
+        subscriber = Subscriber(publisher.endpoint)
+        await _settle(publisher, subscriber)
+        last = subscriber.tracker.last[BASE.key][0]
+        huge = encode(replace(BASE, seq=last + 1)) + bytes(16 * 1024 * 1024)
+        publisher._socket.send_multipart([BASE.key.topic(), huge])
+        publisher.send(replace(BASE, seq=last + 2))
+        received = await asyncio.wait_for(subscriber.receive(), 5)
+        assert received.seq == last + 2  # the huge one (seq last + 1) was not taken
+        assert subscriber.tracker.errors == {"field": 1}
+        publisher.close()
+        subscriber.close()
+
+    asyncio.run(scenario())
+
+
 def test_subscription_filters_by_ue():
     async def scenario() -> None:
         publisher = Publisher("tcp://127.0.0.1:0")

@@ -2,7 +2,7 @@
 
 import pytest
 from rnf_cell.config import load_cell, parse_cell
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 
 CONSTANT = {"generator": "constant", "rate_mbps": 10}
 

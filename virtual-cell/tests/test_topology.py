@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 from rnf_cell.topology import Names, Topology, leftovers, plan
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 
 UES = [ipaddress.IPv4Address("172.16.0.2"), ipaddress.IPv4Address("172.16.0.3")]
 

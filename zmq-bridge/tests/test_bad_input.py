@@ -37,3 +37,33 @@ def test_a_bad_endpoint_in_a_bridge_file_is_one_line_naming_the_field(rnf, tmp_p
     code, lines = run(rnf, "bridge", "check", str(config))
     assert code == 2
     assert len(lines) == 1 and f"{config}: enb.rx: {endpoint!r}" in lines[0] and reason in lines[0]
+
+
+BRIDGE_FIELDS = [
+    ("seed = -3\n", "seed: Input should be greater than or equal to 0"),
+    ("seed = 4294967296\n", "seed: Input should be less than or equal to"),
+    ("peer_timeout_s = inf\n", "peer_timeout_s: Input should be a finite number"),
+    ("[enb]\nnoise_dbfs = nan\n", "enb.noise_dbfs: Input should be a finite number"),
+    (
+        "[[ues]]\ntrace = { generator = 'onoff', on_s = 1, off_s = 1, off_db = nan }\n",
+        "ues[0].trace.off_db: nan is not a gain",
+    ),
+    (
+        "[[ues]]\ntrace = { generator = 'piecewise', min_db = -3, max_db = 0, period_s = 1, seed = -1 }\n",
+        "ues[0].trace.seed: Input should be greater than or equal to 0",
+    ),
+    (
+        "[[ues]]\nfading = { model = 'rayleigh', doppler_hz = nan }\n",
+        "ues[0].fading.doppler_hz: Input should be a finite",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "reason"), BRIDGE_FIELDS)
+def test_a_bridge_file_with_nonsense_is_one_line_naming_the_field(rnf, tmp_path, text, reason):
+    config = tmp_path / "bridge.toml"
+    ues = "" if "[[ues]]" in text else "\n[[ues]]\nname = 'ue1'\n"
+    config.write_text(f"sample_rate = 5.76e6\n{text}{ues}")
+    code, lines = run(rnf, "bridge", "check", str(config))
+    assert code == 2
+    assert len(lines) == 1 and f"{config}: {reason}" in lines[0], lines

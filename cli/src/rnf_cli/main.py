@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -58,8 +59,12 @@ def cli(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+BUG_EXIT = 70  # EX_SOFTWARE: an internal error, told apart from a user's (2)
+
+
 def main(args: Sequence[str] | None = None) -> None:
-    """Run `rnf`; a user's mistake, a bad option included, is one line on stderr (click's usage block is not)."""
+    """Run `rnf`; a user's mistake, a bad option included, is one line on stderr (click's usage block is not).
+    Anything else is a bug in rnf: its traceback, then a line saying so."""
     try:
         code = cli.main(args=args, prog_name="rnf", standalone_mode=False)
     except click.ClickException as error:
@@ -68,4 +73,9 @@ def main(args: Sequence[str] | None = None) -> None:
     except click.Abort:
         click.echo("Aborted!", err=True)
         sys.exit(1)
+    except Exception as error:
+        traceback.print_exc()
+        click.echo(f"rnf: a bug, not a problem with your input ({type(error).__name__}); please report it with the "
+                   "traceback above", err=True)  # fmt: skip
+        sys.exit(BUG_EXIT)
     sys.exit(code if isinstance(code, int) else 0)

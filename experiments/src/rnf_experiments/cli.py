@@ -13,18 +13,19 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.table import Table
 from rnf_cell import traces
-from rnf_cell.config import TRACE_TAGS, CellConfig, TraceFile, TraceSpec, UeConfig
-from rnf_cli.config import resolve_paths, validate
-from rnf_cli.errors import UserError
-from rnf_cli.numbers import SEED, FiniteFloat
+from rnf_cell.config import MAX_TRACE_S, TRACE_TAGS, CellConfig, TraceFile, TraceSpec, UeConfig
+from rnf_foundation.config import resolve_paths, validate
+from rnf_foundation.errors import UserError
+from rnf_foundation.numbers import SEED, FiniteFloat
 from rnf_monitoring.client import InfluxClient
 from rnf_monitoring.importer import import_summary
 from rnf_monitoring.influx import parse_url
 
 from rnf_experiments import analysis, model
 from rnf_experiments import report as reporting
+from rnf_experiments.cells.spec import VirtualCellSpec
 from rnf_experiments.runner import run_scenario
-from rnf_experiments.scenario import load_scenario, parse_override
+from rnf_experiments.scenario import check_inputs, describe, load_scenario, parse_override
 
 console = Console(highlight=False)
 
@@ -55,6 +56,7 @@ console = Console(highlight=False)
 def run(scenario_file: Path, overrides: tuple[str, ...], output: Path, influx_url: str | None) -> None:
     """Run every arm of SCENARIO_FILE on the same traces and seed, then print the comparison."""
     scenario, raw = load_scenario(scenario_file, list(overrides))
+    check_inputs(scenario_file, scenario, raw, describe(scenario_file, list(overrides)))
     target = parse_url(influx_url, os.environ) if influx_url else None
     console.print(
         f"scenario [bold]{scenario.name}[/]: {len(scenario.arms)} arms x {scenario.repetitions} "
@@ -119,7 +121,14 @@ def _cell_for(
 ) -> tuple[CellConfig, float | None, str]:
     """The cell the trace comes from and the duration to model: the scenario's, or the cell defaults for TRACE."""
     if scenario_file is not None:
-        scenario, _ = load_scenario(scenario_file, sets)
+        scenario, raw = load_scenario(scenario_file, sets)
+        source = describe(scenario_file, sets)
+        if not isinstance(scenario.cell, VirtualCellSpec):
+            raise UserError(
+                f"{source}: cell.kind: a {scenario.cell.kind!r} cell has no capacity trace to model (its capacity "
+                "comes from the radio); model a virtual cell's scenario or a TRACE"
+            )
+        check_inputs(scenario_file, scenario, raw, source)
         cell = CellConfig.model_validate(scenario.cell.model_dump(exclude={"kind"}) | {"seed": scenario.seed})
         return cell, scenario.duration_s, scenario_file.name
     if sets:
@@ -227,7 +236,7 @@ def _f(value: float, digits: int = 2) -> str:
 @click.option(
     "--duration",
     "duration_s",
-    type=FiniteFloat(min=0, min_open=True),
+    type=FiniteFloat(min=0, min_open=True, max=MAX_TRACE_S),
     help="Seconds of the (looped) trace to model [default: the scenario's duration, else one loop of the trace].",
 )
 @click.option("--seed", type=SEED, help="Seed of generated traces [default: the scenario's, else 1].")

@@ -8,6 +8,10 @@ results/<time>-<scenario>/
   summary.json                  per run and per arm metrics (experiments/README.md)
   plots/*.png
 ```
+
+SIGINT and SIGTERM stop a run as cleanly as its end: the arm's tasks are cancelled, so its proxy, traffic processes
+and cell (namespaces included) are taken down by their own exits; the stopped run keeps no completion mark, and
+metadata.json says which signal stopped the scenario after how many runs.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import asyncio
 import json
 import platform
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -25,12 +30,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata as package_metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rnf_cell.cell import VirtualCell
 from rnf_cell.topology import SERVER_IP
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
+from rnf_foundation.signals import STOP_SIGNALS
 from rnf_monitoring.recorder import FanOutRecorder, RecorderStats, recorder_from_url
 from rnf_proxy.proxy import Proxy
 from rnf_telemetry.record import Recorder
@@ -92,6 +99,7 @@ class ArmContext:
             "arm": self.arm.name,
             "kind": self.arm.kind,
             "controller": (self.arm.controller or {}).get("kind", ""),
+            "controller_config": self.arm.controller,  # the analysis's queue reference (analysis.Reference)
             "cc": self.arm.cc,
             "repetition": self.repetition,
             "sweep": None
@@ -180,12 +188,18 @@ async def _run_flows(context: ArmContext, cell: Cell, recorder: Recorder) -> Non
                 )  # fmt: skip
                 processes.append(process)
                 clients.append(asyncio.create_task(_record_progress(process, name, ue - 1, recorder)))
+    gathered = asyncio.gather(*clients)
     try:
-        await asyncio.wait_for(asyncio.gather(*clients), scenario.duration_s + CLIENT_EXIT_S)
+        await asyncio.wait_for(gathered, scenario.duration_s + CLIENT_EXIT_S)
     except TimeoutError:
+        pass
+    finally:  # also when the arm is cancelled (a stopped run): no client outlives it
+        if gathered.done() and not gathered.cancelled():
+            gathered.exception()  # retrieved: a cancelled arm logs no "exception was never retrieved"
         for process in processes:
             if process.returncode is None:
                 process.kill()
+                await process.wait()
 
 
 async def run_arm(context: ArmContext) -> RecorderStats | None:
@@ -229,6 +243,55 @@ async def run_arm(context: ArmContext) -> RecorderStats | None:
     return recorder.influx.stats() if isinstance(recorder, FanOutRecorder) else None
 
 
+class Stopped(click.ClickException):
+    """`rnf run` stopped by SIGTERM, after the running arm was taken down: exit 143, 128 + the signal."""
+
+    exit_code = 128 + signal.SIGTERM
+
+
+class Interrupted(Stopped):
+    """`rnf run` stopped by SIGINT (Ctrl-C), after the running arm was taken down: exit 130."""
+
+    exit_code = 128 + signal.SIGINT
+
+
+class _StopSignals:
+    """While installed, SIGINT and SIGTERM cancel the running arm (cleanly, through its exits), or between arms
+    stop the scenario before the next one; `signum` is the first signal received."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._task: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopSignals:
+        self._previous = {signum: signal.signal(signum, self._handle) for signum in STOP_SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.signum is not None:  # already stopping: a second cancel would cut the arm's cleanup short
+            return
+        self.signum = signum
+        if self._task is not None:
+            loop, task = self._task
+            loop.call_soon_threadsafe(task.cancel)
+
+    async def run(self, coroutine: Any) -> Any:
+        """`coroutine` as a task that a stop signal cancels."""
+        task = asyncio.ensure_future(coroutine)
+        self._task = (asyncio.get_running_loop(), task)
+        try:
+            if self.signum is not None:
+                task.cancel()
+            return await task
+        finally:
+            self._task = None
+
+
 def run_scenario(
     scenario: Scenario,
     raw: dict[str, Any],
@@ -237,10 +300,14 @@ def run_scenario(
     influx_url: str | None = None,
     on_recorder_stats: Callable[[str, RecorderStats], None] | None = None,
 ) -> Path:
-    """Every variant (sweep value) x repetition x arm, each in `runs/<folder>/` with its run.json."""
+    """Every variant (sweep value) x repetition x arm, each in `runs/<folder>/` with its run.json; `Stopped` when
+    SIGINT or SIGTERM ended it early (the results folder then says so)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     results = output_root / f"{stamp}-{scenario.name}"
-    (results / "runs").mkdir(parents=True, exist_ok=False)
+    try:
+        (results / "runs").mkdir(parents=True, exist_ok=False)
+    except OSError as error:
+        raise UserError(f"--output {output_root}: cannot create {results}: {error.strerror}") from None
     write_metadata(results, scenario, raw, overrides)
     plan = [
         (variant, repetition, arm)
@@ -254,10 +321,12 @@ def run_scenario(
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, transient=False) as progress:
+    with _StopSignals() as stop, Progress(*columns, transient=False) as progress:
         total = progress.add_task("scenario", total=sum(v.scenario.duration_s for v, _, _ in plan))
         base = 0.0
         for index, (variant, repetition, arm) in enumerate(plan):
+            if stop.signum is not None:
+                _mark_stopped(results, stop.signum, index, len(plan))
             folder = f"{repetition}-{arm.name}"
             if scenario.sweep is not None:
                 point = re.sub(r"[^A-Za-z0-9._=-]+", "_", f"{scenario.sweep.parameter}={variant.label}")
@@ -269,7 +338,12 @@ def run_scenario(
             context = ArmContext(variant.scenario, arm, repetition, directory, results.name, influx_url, variant)
             (directory / "run.json").write_text(json.dumps(context.describe(), indent=1) + "\n")
             started = time.monotonic()
-            stats = asyncio.run(_with_progress(context, progress, total, base, started))
+            try:
+                stats = asyncio.run(stop.run(_with_progress(context, progress, total, base, started)))
+            except asyncio.CancelledError:
+                if stop.signum is None:
+                    raise
+                _mark_stopped(results, stop.signum, index, len(plan), directory, context)
             # Only now is the run a measurement: `rnf report` leaves out a run folder without the mark.
             (directory / "run.json").write_text(json.dumps(context.describe() | {"complete": True}, indent=1) + "\n")
             if stats is not None and on_recorder_stats is not None:
@@ -277,6 +351,25 @@ def run_scenario(
             base += variant.scenario.duration_s
             progress.update(total, completed=base)
     return results
+
+
+def _mark_stopped(
+    results: Path,
+    signum: int,
+    done: int,
+    planned: int,
+    directory: Path | None = None,
+    context: ArmContext | None = None,
+) -> NoReturn:
+    """Say in the results folder that a signal stopped the scenario (and the run in `directory`), then raise."""
+    name = signal.Signals(signum).name
+    if directory is not None and context is not None:
+        (directory / "run.json").write_text(json.dumps(context.describe() | {"stopped": name}, indent=1) + "\n")
+    metadata = json.loads((results / "metadata.json").read_text())
+    metadata["stopped"] = {"signal": name, "at": datetime.now(UTC).isoformat(), "runs": done, "planned": planned}
+    (results / "metadata.json").write_text(json.dumps(metadata, indent=1, default=str) + "\n")
+    kind = Interrupted if signum == signal.SIGINT else Stopped
+    raise kind(f"stopped by {name} after {done} of {planned} runs; {results} is incomplete")
 
 
 async def _with_progress(

@@ -1,23 +1,33 @@
-"""Scenario files (experiments/scenarios/*.toml): one validated structure, with `--set key=value` overrides."""
+"""Scenario files (experiments/scenarios/*.toml): one validated structure, with `--set key=value` overrides.
+
+Two checks, both before anything starts or is written: `load_scenario` validates the structure (every field, every
+sweep point) and reads nothing but the scenario file, so any machine can check any scenario; `check_inputs` reads
+what a run needs from the machine: trace files (some are fetched, not committed) and a srsRAN build.
+"""
 
 from __future__ import annotations
 
 import copy
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from rnf_cli.config import format_validation_error, read_toml, resolve_paths
-from rnf_cli.errors import UserError
+from pydantic import Field, ValidationError, model_validator
+from rnf_cell import traces
+from rnf_cell.config import TraceFile
+from rnf_foundation.config import Strict, format_validation_error, read_toml, resolve_paths
+from rnf_foundation.errors import UserError
+from rnf_foundation.numbers import Seed
 from rnf_proxy.config import ProxyConfig
 
-from rnf_experiments.cells.spec import HIDDEN_TAGS, CellSpec
+from rnf_experiments.cells.spec import HIDDEN_TAGS as CELL_TAGS
+from rnf_experiments.cells.spec import CellSpec, SrsranCellSpec, SrsranZmqCellSpec, VirtualCellSpec
+from rnf_experiments.cells.stack import find_build
 
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+# Union tags left out of error locations: `traffic[0].start_s`, not `traffic[0].bulk.start_s`.
+HIDDEN_TAGS = (*CELL_TAGS, "bulk", "upload", "web")
 
 
 class TrafficBase(Strict):
@@ -71,9 +81,9 @@ class Sweep(Strict):
     and plots."""
 
     parameter: str = Field(min_length=1)
-    keys: list[str] = []
-    values: list[Any] = []
-    points: list[SweepPoint] = []
+    keys: list[str] = Field(default_factory=list)
+    values: list[Any] = Field(default_factory=list)
+    points: list[SweepPoint] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_form(self) -> Sweep:
@@ -102,7 +112,7 @@ class Arm(Strict):
     kind: Literal["e2e", "proxy"] = "e2e"
     cc: Literal["cubic", "bbr", "reno"] = "cubic"
     controller: dict[str, Any] | None = None
-    proxy: dict[str, Any] = {}
+    proxy: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _proxy_fields(self) -> Arm:
@@ -135,7 +145,7 @@ class Scenario(Strict):
     description: str = ""
     duration_s: float = Field(gt=0, le=3600)
     repetitions: int = Field(default=1, ge=1, le=100)
-    seed: int = 1
+    seed: Seed = 1
     cell: CellSpec
     traffic: list[Traffic] = Field(default_factory=lambda: [_backlogged_download()], min_length=1)
     arms: list[Arm] = Field(min_length=1)
@@ -170,24 +180,53 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return path, value
 
 
-def apply_override(data: dict[str, Any], path: list[str], value: Any, source: str) -> None:
+def apply_override(data: dict[str, Any], path: list[str], value: Any, source: str, what: str = "--set") -> None:
+    """Set the dotted `path` of `data` to `value`; `what` names the setting in errors (`--set`, a sweep point)."""
     node: Any = data
-    for depth, part in enumerate(path[:-1]):
+    key = ".".join(path)
+    for depth, part in enumerate(path):
+        where = ".".join(path[: depth + 1])
+        last = depth == len(path) - 1
         if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                raise UserError(f"--set {'.'.join(path)}: {'.'.join(path[: depth + 1])} is not an index of {source}")
-            node = node[int(part)]
+            if not (part.isascii() and part.isdigit()) or int(part) >= len(node):
+                raise UserError(f"{what} {key}: {where} is not an index of {source}")
+            if last:
+                node[int(part)] = value
+            else:
+                node = node[int(part)]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+            else:
+                node = node.setdefault(part, {})
         else:
-            node = node.setdefault(part, {})
-    last = path[-1]
-    if isinstance(node, list):
-        if not last.isdigit() or int(last) >= len(node):
-            raise UserError(f"--set {'.'.join(path)}: no such list index in {source}")
-        node[int(last)] = value
-    elif isinstance(node, dict):
-        node[last] = value
-    else:
-        raise UserError(f"--set {'.'.join(path)}: {'.'.join(path[:-1])} is not a table in {source}")
+            raise UserError(f"{what} {key}: {'.'.join(path[:depth])} is {_kind_of(node)} in {source}, not a table")
+
+
+def _kind_of(value: Any) -> str:
+    return {str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(type(value), "a value")
+
+
+def _resolve_sweep(data: dict[str, Any], base: Path) -> None:
+    """A sweep's `...file` keys resolve from the scenario's folder, as the same keys elsewhere in the file do."""
+    sweep = data.get("sweep")
+    if not isinstance(sweep, dict):
+        return
+    keys, values = sweep.get("keys"), sweep.get("values")
+    if isinstance(keys, list) and isinstance(values, list) and any(str(k).split(".")[-1] == "file" for k in keys):
+        sweep["values"] = [str(base / v) if isinstance(v, str) else v for v in values]
+    for point in sweep.get("points") or []:
+        settings = point.get("set") if isinstance(point, dict) else None
+        if isinstance(settings, dict):
+            point["set"] = {
+                k: str(base / v) if str(k).split(".")[-1] == "file" and isinstance(v, str) else v
+                for k, v in settings.items()
+            }
+
+
+def describe(path: Path, overrides: list[str] = ()) -> str:  # type: ignore[assignment]
+    """How errors name a scenario: its file, and the --set overrides applied to it."""
+    return f"{path}" + (f" (with --set {', '.join(overrides)})" if overrides else "")
 
 
 def load_scenario(path: Path, overrides: list[str] = ()) -> tuple[Scenario, dict[str, Any]]:  # type: ignore[assignment]
@@ -197,7 +236,8 @@ def load_scenario(path: Path, overrides: list[str] = ()) -> tuple[Scenario, dict
         key, value = parse_override(text)
         apply_override(data, key, value, str(path))
     data = resolve_paths(data, path.parent)
-    source = f"{path}" + (f" (with --set {', '.join(overrides)})" if overrides else "")
+    _resolve_sweep(data, path.parent)
+    source = describe(path, overrides)
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as error:
@@ -228,11 +268,32 @@ def expand(scenario: Scenario, data: dict[str, Any], source: str) -> list[Varian
     variants = []
     for index, (label, settings) in enumerate(sweep.settings()):
         variant = copy.deepcopy({key: item for key, item in data.items() if key != "sweep"})
+        where = f"{source} (sweep {sweep.parameter} = {label!r})"
         for key, value in settings.items():
-            apply_override(variant, key.split("."), value, f"{source}, sweep")
+            apply_override(variant, key.split("."), value, where, what="sweep key")
         try:
             variants.append(Variant(sweep.parameter, index, label, Scenario.model_validate(variant)))
         except ValidationError as error:
-            where = f"{source} (sweep {sweep.parameter} = {label!r})"
             raise UserError(format_validation_error(where, error, HIDDEN_TAGS)) from None
     return variants
+
+
+def check_inputs(path: Path, scenario: Scenario, data: dict[str, Any], source: str) -> None:
+    """What a run of `scenario` (from the file `path`) reads besides the scenario, for every sweep point: each trace
+    file must read as a trace, and a srsRAN cell needs SRSRAN_BUILD. A UserError `source: field: reason` otherwise."""
+    fetchers = sorted(path.parent.glob("fetch*.sh"))
+    hint = f" ({', '.join(str(f) for f in fetchers)} fetches the traces)" if fetchers else ""
+    checked: set[TraceFile] = set()  # a file shared by several sweep points is read once
+    for variant in expand(scenario, data, source):
+        where = f"{source} (sweep {variant.parameter} = {variant.value!r})" if variant.parameter else source
+        cell = variant.scenario.cell
+        if isinstance(cell, SrsranCellSpec | SrsranZmqCellSpec):
+            build = find_build(os.environ.get("SRSRAN_BUILD"))
+            if isinstance(build, str):
+                raise UserError(f"{where}: cell.kind: {cell.kind!r} needs a patched srsRAN build: {build}")
+            continue
+        assert isinstance(cell, VirtualCellSpec)
+        try:
+            traces.check_files(cell.ues, "cell.", hint, checked)
+        except traces.TraceError as error:
+            raise UserError(f"{where}: {error}") from None

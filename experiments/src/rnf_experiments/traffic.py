@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from rnf_proxy.sockets import tcp_info
+from rnf_foundation.tcp import tcp_info
 
 ProgressCallback = Callable[[int, int], None]
 CHUNK = 256 * 1024

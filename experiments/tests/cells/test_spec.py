@@ -3,9 +3,9 @@
 from pathlib import Path
 
 import pytest
-from rnf_cli.errors import UserError
 from rnf_experiments.cells.spec import SrsranCellSpec, SrsranZmqCellSpec
 from rnf_experiments.scenario import load_scenario
+from rnf_foundation.errors import UserError
 
 SCENARIOS = Path(__file__).parents[2] / "scenarios"
 SRSRAN = SCENARIOS / "srsran-smvs.toml"

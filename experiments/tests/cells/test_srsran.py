@@ -3,9 +3,9 @@
 import asyncio
 
 import pytest
-from rnf_cli.errors import UserError
 from rnf_experiments.cells.spec import SrsranCellSpec, SrsranZmqCellSpec, ZmqUeSpec
 from rnf_experiments.cells.srsran import SrsranCell
+from rnf_foundation.errors import UserError
 from rnf_telemetry.record import NullRecorder
 
 

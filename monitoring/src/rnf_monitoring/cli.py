@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 
 from rnf_monitoring import dashboards, importer
 from rnf_monitoring.client import InfluxClient

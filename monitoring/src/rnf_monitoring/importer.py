@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 from rnf_telemetry.record import FieldValue, line
 
 from rnf_monitoring.client import InfluxClient

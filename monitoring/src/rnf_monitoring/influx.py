@@ -22,8 +22,8 @@ from enum import Enum
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from rnf_cli.endpoints import check_port
-from rnf_cli.errors import UserError
+from rnf_foundation.endpoints import check_port
+from rnf_foundation.errors import UserError
 
 DEFAULT_DATABASE = "rnf"
 BATCH_LINES = 5000  # lines per POST: InfluxData's recommended batch size

@@ -201,7 +201,7 @@ def recorder_from_url(
     """What a run or the proxy records to: `directory/series.lp` always, and InfluxDB too when `url` is given.
 
     `source` tags the `recorder` points (`run`, `proxy`) so that two writers of one run stay apart. Raises
-    rnf_cli.errors.UserError for a malformed URL or conflicting credentials, before anything is opened.
+    rnf_foundation.errors.UserError for a malformed URL or conflicting credentials, before anything is opened.
     """
     target = parse_url(url, os.environ if environ is None else environ, database) if url is not None else None
     file = FileRecorder(directory / "series.lp", base_tags)

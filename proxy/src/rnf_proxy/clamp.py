@@ -20,15 +20,14 @@ from __future__ import annotations
 from collections import deque
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+from rnf_foundation.config import Strict
 
 from rnf_proxy.control import AckSample, ControllerState, Decision, Mode, Sample
 
 
-class ClampConfig(BaseModel):
+class ClampConfig(Strict):
     """`controller = {kind = "clamp", ...}`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["clamp"] = "clamp"
     bdp_bytes: int | None = Field(default=None, gt=0, description="static effective BDP; default: estimated")

@@ -23,9 +23,9 @@ import ipaddress
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from rnf_cli.config import read_toml, validate
-from rnf_cli.endpoints import ConnectEndpoint
+from pydantic import Field, field_validator, model_validator
+from rnf_foundation.config import Strict, read_toml, validate
+from rnf_foundation.endpoints import ConnectEndpoint, HostPort, parse_address
 from rnf_telemetry.transport import DEFAULT_ENDPOINT, CurveKeys
 
 from rnf_proxy.clamp import ClampConfig
@@ -38,18 +38,6 @@ from rnf_proxy.smvs import SmvsConfig
 ControllerConfig = Annotated[
     SmvsConfig | RnfConfig | ItcpConfig | ClampConfig | EwmaConfig | FixedConfig, Field(discriminator="kind")
 ]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _address(text: str) -> tuple[str, int]:
-    host, separator, port = text.rpartition(":")
-    if not separator or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise ValueError(f"{text!r} is not host:port")
-    ipaddress.ip_address(host)
-    return host, int(port)
 
 
 class TelemetryConfig(Strict):
@@ -79,7 +67,7 @@ class TelemetryConfig(Strict):
 class TrafficClass(Strict):
     """Connections to these server ports (none: any) get this priority (lower first) and these tickets."""
 
-    ports: list[int] = []
+    ports: list[int] = Field(default_factory=list)
     priority: int = Field(default=1, ge=0)
     tickets: int = Field(default=100, ge=1)
 
@@ -88,7 +76,7 @@ class SchedulingConfig(Strict):
     """How a UE's allowance is shared among its connections (paper 004: stride scheduling and priority)."""
 
     quantum_bytes: int = Field(default=16_384, ge=1)
-    classes: list[TrafficClass] = []
+    classes: list[TrafficClass] = Field(default_factory=list)
 
     def classify(self, server_port: int) -> TrafficClass:
         for traffic_class in self.classes:
@@ -120,9 +108,9 @@ class KernelConfig(Strict):
 class ProxyConfig(Strict):
     namespace: str | None = None
     mode: Literal["transparent", "explicit"] = "transparent"
-    listen: str = Field(default="127.0.0.1:15001", description="listener; transparent: the TPROXY target")
-    server: str | None = Field(default=None, description="explicit mode: where every connection goes")
-    ue_networks: list[str] = ["172.16.0.0/24"]
+    listen: HostPort = Field(default="127.0.0.1:15001", description="listener; transparent: the TPROXY target")
+    server: HostPort | None = Field(default=None, description="explicit mode: where every connection goes")
+    ue_networks: list[str] = Field(default_factory=lambda: ["172.16.0.0/24"])
     ports: list[int] = Field(default=[], description="server ports to intercept; empty: all")
     controller: ControllerConfig = SmvsConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
@@ -141,22 +129,20 @@ class ProxyConfig(Strict):
 
     @model_validator(mode="after")
     def _mode_fields(self) -> ProxyConfig:
-        _address(self.listen)
         if self.mode == "explicit":
             if self.server is None:
                 raise ValueError("explicit mode needs server = 'host:port'")
-            _address(self.server)
         elif self.server is not None:
             raise ValueError("server is only for explicit mode")
         return self
 
     @property
     def listen_address(self) -> tuple[str, int]:
-        return _address(self.listen)
+        return parse_address(self.listen)
 
     @property
     def server_address(self) -> tuple[str, int] | None:
-        return _address(self.server) if self.server else None
+        return parse_address(self.server) if self.server else None
 
     @property
     def tick_s(self) -> float:

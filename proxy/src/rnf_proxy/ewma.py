@@ -20,17 +20,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+from rnf_foundation.config import Strict
 
 from rnf_proxy.control import AckSample, ControllerState, Decision, Mode, Sample
 
 INITIAL_WINDOW_SEGMENTS = 10  # RFC 6928, the Linux default
 
 
-class EwmaConfig(BaseModel):
+class EwmaConfig(Strict):
     """`controller = {kind = "ewma"}`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["ewma"] = "ewma"
     initial_window_segments: int = Field(default=INITIAL_WINDOW_SEGMENTS, ge=1)

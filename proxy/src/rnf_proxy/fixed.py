@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+from rnf_foundation.config import Strict
 
 from rnf_proxy.control import ControllerState, Decision, Mode, Sample, Tick
 
 
-class FixedConfig(BaseModel):
+class FixedConfig(Strict):
     """`controller = {kind = "fixed", mode = "quota", bytes = 25000}`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["fixed"] = "fixed"
     mode: Literal["window", "quota"] = "window"

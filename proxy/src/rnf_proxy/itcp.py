@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from rnf_foundation.config import Strict
 
 from rnf_proxy.control import FREE, Decision, Sample
 
 
-class ItcpConfig(BaseModel):
+class ItcpConfig(Strict):
     """`controller = {kind = "itcp", congestion = "cubic"}`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["itcp"] = "itcp"
     congestion: Literal["cubic", "reno", "bbr"] = "cubic"

@@ -8,7 +8,7 @@ import ctypes
 import os
 from pathlib import Path
 
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 
 LIBRARY_NAME = "librnf_relay.so"
 

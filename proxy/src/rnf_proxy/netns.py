@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = Path("/run/netns")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import ipaddress
 import logging
 import socket
 import time
@@ -31,7 +30,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import zmq
-from rnf_cli.errors import UserError
+from rnf_foundation.addresses import ue_index
+from rnf_foundation.errors import UserError
 from rnf_telemetry.message import TelemetryMessage
 from rnf_telemetry.record import NullRecorder, Recorder
 from rnf_telemetry.topic import topic_filter
@@ -57,14 +57,6 @@ OPEN_FILES = 65_536
 TELEMETRY_BURST = 8192  # messages taken per loop iteration at most
 TICK = Tick()
 log = logging.getLogger("rnf.proxy")
-UE_POOL = ipaddress.IPv4Network("172.16.0.0/24")
-UE_POOL_GATEWAY = ipaddress.IPv4Address("172.16.0.1")
-
-
-def ue_index(ue_ip: str) -> str:
-    """The UE's 1-based index as srsepc and the virtual cell number them (172.16.0.N+1 is UE N); else the IP."""
-    address = ipaddress.IPv4Address(ue_ip)
-    return str(int(address) - int(UE_POOL_GATEWAY)) if address in UE_POOL else ue_ip
 
 
 def check_parameters(config: ProxyConfig) -> list[str]:

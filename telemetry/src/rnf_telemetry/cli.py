@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rnf_cli.endpoints import CONNECT_ENDPOINT
-from rnf_cli.errors import UserError
-from rnf_cli.signals import run_until_signal
+from rnf_foundation.endpoints import CONNECT_ENDPOINT
+from rnf_foundation.errors import UserError
+from rnf_foundation.signals import run_until_signal
 
 from rnf_telemetry.message import TelemetryMessage
 from rnf_telemetry.record import FileRecorder, NullRecorder, Recorder, telemetry_fields, telemetry_tags

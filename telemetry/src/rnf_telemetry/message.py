@@ -11,6 +11,7 @@ from rnf_telemetry.topic import StreamKey, parse_topic
 
 VERSION = 1
 PAYLOAD_SIZE = 96
+MAX_PAYLOAD_SIZE = 0xFFFF  # the most the u16 `length` field can describe
 FLAG_OUTAGE = 0x01
 FLAG_UE_IP_VALID = 0x02
 _KNOWN_FLAGS = FLAG_OUTAGE | FLAG_UE_IP_VALID
@@ -120,6 +121,8 @@ def decode(payload: bytes) -> TelemetryMessage:
     """Decode a payload; raise DecodeError with SPEC.md's error kind when it breaks the contract."""
     if len(payload) < 4:
         raise DecodeError("truncated", f"{len(payload)} bytes, the header alone is 4")
+    if len(payload) > MAX_PAYLOAD_SIZE:
+        raise DecodeError("field", f"{len(payload)} bytes, more than a length field can describe ({MAX_PAYLOAD_SIZE})")
     if payload[0] != VERSION:
         raise DecodeError("version", f"version {payload[0]}, this decoder reads {VERSION}")
     length = int.from_bytes(payload[2:4], "little")

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 TOPIC_PREFIX = "tlm1/"
-_TOPIC_RE = re.compile(rb"^tlm1/([0-9a-f]{8})/([0-9a-f]{4})/([0-9a-f]{2})$")
+_TOPIC_RE = re.compile(rb"tlm1/([0-9a-f]{8})/([0-9a-f]{4})/([0-9a-f]{2})")
 
 
 @dataclass(frozen=True, order=True)
@@ -25,8 +25,8 @@ class StreamKey:
 
 
 def parse_topic(topic: bytes) -> StreamKey | None:
-    """The stream a topic names, or None when it is not a version-1 telemetry topic."""
-    match = _TOPIC_RE.match(topic)
+    """The stream a topic names, or None when it is not exactly a version-1 telemetry topic (no byte more)."""
+    match = _TOPIC_RE.fullmatch(topic)
     if match is None:
         return None
     return StreamKey(int(match[1], 16), int(match[2], 16), int(match[3], 16))

@@ -83,6 +83,9 @@ class Subscriber:
         self._socket = self._context.socket(zmq.SUB)
         self._socket.setsockopt(zmq.LINGER, 0)
         self._socket.setsockopt(zmq.RCVHWM, SEND_HWM)
+        # No ZMQ_MAXMSGSIZE: libzmq 4.3 ends a connecting socket's session for good on an oversized frame (no
+        # reconnect), which would silence the eNB until restart; `decode` refuses payloads above the contract's
+        # bound instead, counted and dropped like every other malformed message.
         # Reconnect quickly after an eNB restart, and bound the back-off so a long outage recovers fast.
         self._socket.setsockopt(zmq.RECONNECT_IVL, 100)
         self._socket.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 
 import numpy as np
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 from rnf_telemetry.message import TelemetryMessage
 from rnf_telemetry.record import Recorder, telemetry_fields
 from rnf_telemetry.transport import Publisher

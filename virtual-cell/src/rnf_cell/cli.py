@@ -12,8 +12,8 @@ import click
 import numpy as np
 from rich.console import Console
 from rich.table import Table
-from rnf_cli.errors import UserError
-from rnf_cli.numbers import SEED, FiniteFloat
+from rnf_foundation.errors import UserError
+from rnf_foundation.numbers import SEED, FiniteFloat
 from rnf_telemetry.record import FileRecorder, NullRecorder, Recorder
 
 from rnf_cell import traces
@@ -80,6 +80,10 @@ def _print_totals(cell: VirtualCell) -> None:
 def cell(config_file: Path, duration: float | None, record_dir: Path | None) -> None:
     """Run the virtual cell described by CONFIG_FILE until Ctrl-C (or --duration)."""
     config = load_cell(config_file)
+    try:
+        traces.check_files(config.ues)
+    except traces.TraceError as error:
+        raise UserError(f"{config_file}: {error}") from None
     with contextlib.ExitStack() as stack:
         workdir = record_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rnf-cell-")))
         workdir.mkdir(parents=True, exist_ok=True)

@@ -6,17 +6,21 @@ import ipaddress
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
-from rnf_cli.config import file_or_generator, read_toml, resolve_paths, validate
-from rnf_cli.endpoints import Endpoint
+from pydantic import Discriminator, Field, Tag, model_validator
+from rnf_foundation.config import Strict, file_or_generator, read_toml, resolve_paths, validate
+from rnf_foundation.endpoints import Endpoint
+from rnf_foundation.numbers import Seed
 from rnf_telemetry.transport import DEFAULT_ENDPOINT
 
-PositiveFloat = Annotated[float, Field(gt=0)]
-NonNegativeFloat = Annotated[float, Field(ge=0)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+# Bounds that keep a trace what the datapath reads: at most an hour of 1 ms TTIs, and bytes per TTI far below the
+# uint32 outage marker (100 Gbit/s is 12.5 MB per TTI, above any cellular link; 34 Tbit/s would wrap to 0).
+MAX_TRACE_S = 3600.0
+MAX_RATE_MBPS = 100_000.0
+MAX_DELAY_MS = 60_000.0
+Rate = Annotated[float, Field(ge=0, le=MAX_RATE_MBPS, description="Mbit/s")]
+PositiveRate = Annotated[float, Field(gt=0, le=MAX_RATE_MBPS, description="Mbit/s")]
+TraceSeconds = Annotated[float, Field(ge=0.001, le=MAX_TRACE_S, description="s, 1 ms to an hour")]
+Delay = Annotated[float, Field(ge=0, le=MAX_DELAY_MS, description="ms")]
 
 
 class TraceFile(Strict):
@@ -24,22 +28,22 @@ class TraceFile(Strict):
 
     file: Path
     format: Literal["csv", "mahimahi", "telemetry"] = "csv"
-    scale: PositiveFloat = 1.0
+    scale: float = Field(default=1.0, gt=0, le=1000)
 
 
 class ConstantTrace(Strict):
     generator: Literal["constant"]
-    rate_mbps: NonNegativeFloat
+    rate_mbps: Rate
 
 
 class PiecewiseTrace(Strict):
     """Paper 000 Fig. 11: a rate drawn uniformly in [min, max] held for `period_s`, then drawn again."""
 
     generator: Literal["piecewise"]
-    min_mbps: NonNegativeFloat
-    max_mbps: PositiveFloat
-    period_s: PositiveFloat
-    duration_s: PositiveFloat = 60.0
+    min_mbps: Rate
+    max_mbps: PositiveRate
+    period_s: TraceSeconds
+    duration_s: TraceSeconds = 60.0
 
     @model_validator(mode="after")
     def _ordered(self) -> PiecewiseTrace:
@@ -52,20 +56,20 @@ class OnOffTrace(Strict):
     """A constant rate interrupted by outages: `on_s` at `rate_mbps`, then `off_s` of outage."""
 
     generator: Literal["onoff"]
-    rate_mbps: PositiveFloat
-    on_s: PositiveFloat
-    off_s: PositiveFloat
+    rate_mbps: PositiveRate
+    on_s: TraceSeconds
+    off_s: TraceSeconds
 
 
 class MarkovTrace(Strict):
     """A two-state (good/bad) Markov channel with exponentially distributed sojourn times."""
 
     generator: Literal["markov"]
-    good_mbps: NonNegativeFloat
-    bad_mbps: NonNegativeFloat
-    mean_good_s: PositiveFloat
-    mean_bad_s: PositiveFloat
-    duration_s: PositiveFloat = 60.0
+    good_mbps: Rate
+    bad_mbps: Rate
+    mean_good_s: TraceSeconds
+    mean_bad_s: TraceSeconds
+    duration_s: TraceSeconds = 60.0
 
 
 class RayleighTrace(Strict):
@@ -75,10 +79,10 @@ class RayleighTrace(Strict):
 
     generator: Literal["rayleigh"]
     mean_snr_db: float = Field(ge=-10, le=40)
-    speed_kmh: NonNegativeFloat
-    carrier_ghz: PositiveFloat = 2.0
-    bandwidth_mhz: PositiveFloat = 5.0
-    duration_s: PositiveFloat = 60.0
+    speed_kmh: float = Field(ge=0, le=1000)
+    carrier_ghz: float = Field(default=2.0, gt=0, le=100)
+    bandwidth_mhz: float = Field(default=5.0, gt=0, le=1000)
+    duration_s: TraceSeconds = 60.0
 
 
 TraceSpec = Annotated[
@@ -98,10 +102,17 @@ TRACE_TAGS = ("file", "constant", "piecewise", "onoff", "markov", "rayleigh")
 
 
 class Outage(Strict):
-    """A radio outage laid over the UE's trace: no capacity and the outage flag, from `start_s` for `duration_s`."""
+    """A radio outage laid over the UE's trace: no capacity and the outage flag, from `start_s` for `duration_s`,
+    within the first hour (the trace is unrolled as far as the last outage reaches)."""
 
-    start_s: NonNegativeFloat
-    duration_s: PositiveFloat
+    start_s: float = Field(ge=0, le=MAX_TRACE_S)
+    duration_s: TraceSeconds
+
+    @model_validator(mode="after")
+    def _within_an_hour(self) -> Outage:
+        if self.start_s + self.duration_s > MAX_TRACE_S:
+            raise ValueError(f"the outage ends after {MAX_TRACE_S:.0f} s")
+        return self
 
 
 class UeConfig(Strict):
@@ -109,12 +120,12 @@ class UeConfig(Strict):
     ip: ipaddress.IPv4Address | None = None
     rnti: int | None = Field(default=None, ge=1, le=0xFFF3)
     lcid: int = Field(default=3, ge=1, le=10)
-    backhaul_delay_ms: NonNegativeFloat = 10.0
-    uplink_delay_ms: NonNegativeFloat = 10.0
+    backhaul_delay_ms: Delay = 10.0
+    uplink_delay_ms: Delay = 10.0
     queue_limit_bytes: int = Field(default=300_000, ge=0)
     queue_limit_sdus: int = Field(default=0, ge=0)
     harq_bler: float = Field(default=0.0, ge=0.0, lt=1.0)
-    harq_rtt_ms: PositiveFloat = 8.0
+    harq_rtt_ms: float = Field(default=8.0, gt=0, le=MAX_DELAY_MS)
     outages: tuple[Outage, ...] = ()
 
     @model_validator(mode="after")
@@ -127,16 +138,16 @@ class UeConfig(Strict):
 class WiredConfig(Strict):
     """The wired path between the server and the core (the proxy's wired side)."""
 
-    rate_mbps: PositiveFloat = 1000.0
-    delay_ms: NonNegativeFloat = 5.0
+    rate_mbps: float = Field(default=1000.0, ge=0.001, le=MAX_RATE_MBPS, description="Mbit/s")
+    delay_ms: Delay = 5.0
     queue_bytes: int = Field(default=2_000_000, gt=0)
 
 
 class ImpairmentConfig(Strict):
     """Telemetry impairments, to test controllers' robustness. All off by default."""
 
-    delay_ms: NonNegativeFloat = 0.0
-    jitter_ms: NonNegativeFloat = 0.0
+    delay_ms: Delay = 0.0
+    jitter_ms: Delay = 0.0
     loss: float = Field(default=0.0, ge=0.0, le=1.0)
     duplicate: float = Field(default=0.0, ge=0.0, le=1.0)
     stale: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -156,7 +167,7 @@ class CellConfig(Strict):
     scheduler: Literal["dedicated", "round_robin", "max_ci", "proportional_fair"] = "dedicated"
     pf_window_ttis: int = Field(default=100, ge=1)
     prb: int = Field(default=100, ge=6, le=100)
-    seed: int = 1
+    seed: Seed = 1
     realtime_priority: int = Field(default=10, ge=0, le=99)
     packet_log: bool = True
     wired: WiredConfig = WiredConfig()

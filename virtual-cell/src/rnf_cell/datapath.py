@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 
 from rnf_cell.config import CellConfig
 from rnf_cell.topology import (

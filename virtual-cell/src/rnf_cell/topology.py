@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 
 SERVER_IP = ipaddress.IPv4Address("10.20.0.2")
 CORE_WAN_IP = ipaddress.IPv4Address("10.20.0.1")

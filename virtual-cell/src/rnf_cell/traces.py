@@ -18,6 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rnf_cell.config import (
+    MAX_RATE_MBPS,
+    MAX_TRACE_S,
     ConstantTrace,
     MarkovTrace,
     OnOffTrace,
@@ -26,12 +28,14 @@ from rnf_cell.config import (
     RayleighTrace,
     TraceFile,
     TraceSpec,
+    UeConfig,
 )
 
 TTI_S = 1e-3
 MAHIMAHI_PACKET_BYTES = 1500
 OUTAGE = np.uint32(0xFFFFFFFF)
-MAX_TTIS = 3_600_000  # one hour of 1 ms TTIs
+MAX_TTIS = round(MAX_TRACE_S / TTI_S)  # one hour of 1 ms TTIs
+MAX_TTI_BYTES = int(OUTAGE) - 1
 Trace = npt.NDArray[np.uint32]
 
 
@@ -42,6 +46,8 @@ class TraceError(ValueError):
 def from_rates(rates_bps: npt.ArrayLike) -> Trace:
     """Bytes per TTI from a rate per TTI (bit/s), carrying fractions so the total is exact."""
     rates = np.asarray(rates_bps, dtype=np.float64)
+    if len(rates) and not (np.all(np.isfinite(rates)) and rates.max() * TTI_S / 8.0 <= MAX_TTI_BYTES):
+        raise TraceError(f"a rate of {rates.max() / 1e6:g} Mbit/s does not fit a trace's {MAX_TTI_BYTES} bytes per TTI")
     cumulative = np.floor(np.cumsum(rates * TTI_S / 8.0) + 1e-6)
     return np.diff(cumulative, prepend=0.0).astype(np.uint32)
 
@@ -57,6 +63,8 @@ def usable_bytes(trace: Trace) -> npt.NDArray[np.int64]:
 
 
 def _ttis(duration_s: float) -> int:
+    if not math.isfinite(duration_s):
+        raise TraceError(f"a trace of {duration_s} s is not a finite length")
     count = round(duration_s / TTI_S)
     if not 1 <= count <= MAX_TTIS:
         raise TraceError(f"a trace of {duration_s} s is outside 1 ms .. {MAX_TTIS * TTI_S:.0f} s")
@@ -147,7 +155,7 @@ def read_mahimahi(path: Path) -> Trace:
         text = text.strip()
         if not text:
             continue
-        if not text.isdigit():
+        if not (text.isascii() and text.isdigit()):
             raise TraceError(f"{path}:{number}: expected a whole number of milliseconds, got {text[:30]!r}")
         value = int(text)
         if times and value < times[-1]:
@@ -171,7 +179,7 @@ def read_csv(path: Path) -> Trace:
     """Either `tti,bytes` (one row per TTI, bytes per TTI) or `time_s,rate_mbps` (a rate from that time on).
 
     With `time_s,rate_mbps` the last row ends the trace: its time is the trace length and its rate is unused.
-    A negative rate or bytes value marks an outage.
+    A negative rate or bytes value marks an outage; NaN and infinity are errors.
     """
     rows = list(csv.reader(_lines(path)))
     if not rows:
@@ -186,11 +194,20 @@ def read_csv(path: Path) -> Trace:
         if len(row) != 2:
             raise TraceError(f"{path}:{number}: expected 2 columns, got {len(row)}")
         try:
-            values.append((float(row[0]), float(row[1])))
+            value = (float(row[0]), float(row[1]))
         except ValueError:
             raise TraceError(f"{path}:{number}: not a number: {','.join(row)[:40]!r}") from None
+        if not (math.isfinite(value[0]) and math.isfinite(value[1])):
+            raise TraceError(f"{path}:{number}: not a finite number: {','.join(row)[:40]!r}")
+        limit, unit = (MAX_TTI_BYTES, "bytes per TTI") if header == _CSV_TTI else (MAX_RATE_MBPS, "Mbit/s")
+        if value[1] > limit:
+            raise TraceError(f"{path}:{number}: {row[1].strip()} is above the trace's maximum, {limit:.0f} {unit}")
+        values.append(value)
     if not values:
         raise TraceError(f"{path}: no data rows")
+    length_s = len(values) * TTI_S if header == _CSV_TTI else values[-1][0]
+    if length_s > MAX_TRACE_S:
+        raise TraceError(f"{path}: {length_s:g} s is longer than a trace's {MAX_TRACE_S:.0f} s")
     if header == _CSV_TTI:
         ttis = np.array([v[0] for v in values])
         if not np.array_equal(ttis, np.arange(len(values))):
@@ -211,7 +228,16 @@ def read_csv(path: Path) -> Trace:
     return trace
 
 
-_LP_TELEMETRY = re.compile(r"^telemetry(?:,\S*)? (\S+) (\d+)$")
+_LP_TELEMETRY = re.compile(r"telemetry(?:,\S*)? (\S+) ([0-9]+)")
+_LP_COUNT = re.compile(r"[0-9]+i?")  # a non-negative integer field, ASCII digits only
+
+
+def _lp_count(fields: dict[str, str], name: str) -> int:
+    """A byte count or period of a telemetry point: a non-negative integer (KeyError or ValueError naming it)."""
+    text = fields[name]
+    if _LP_COUNT.fullmatch(text) is None:
+        raise ValueError(f"{name}: {text[:30]!r} is not a non-negative integer")
+    return int(text.rstrip("i"))
 
 
 def read_telemetry(path: Path) -> Trace:
@@ -223,8 +249,9 @@ def read_telemetry(path: Path) -> Trace:
     """
     periods: list[tuple[int, int, bool]] = []
     ue: str | None = None
+    total = 0
     for number, text in enumerate(_lines(path), start=1):
-        match = _LP_TELEMETRY.match(text.strip())
+        match = _LP_TELEMETRY.fullmatch(text.strip())
         if match is None:
             continue
         tags = dict(part.split("=", 1) for part in text.split(" ", 1)[0].split(",")[1:] if "=" in part)
@@ -233,12 +260,22 @@ def read_telemetry(path: Path) -> Trace:
             ue = this_ue
         elif this_ue != ue:
             continue
-        fields = dict(part.split("=", 1) for part in match[1].split(","))
+        pairs = [part.split("=", 1) for part in match[1].split(",")]
+        if any(len(pair) != 2 for pair in pairs):
+            raise TraceError(f"{path}:{number}: a field without `=`: {match[1][:40]!r}")
+        fields = dict(pairs)
         try:
-            sched = int(fields["sched_new_bytes"].rstrip("i")) + int(fields["sched_retx_bytes"].rstrip("i"))
-            period_ttis = max(1, round(int(fields["period_us"].rstrip("i")) / 1000))
-        except (KeyError, ValueError) as error:
+            sched = _lp_count(fields, "sched_new_bytes") + _lp_count(fields, "sched_retx_bytes")
+            period_ttis = max(1, round(_lp_count(fields, "period_us") / 1000))
+        except KeyError as error:
             raise TraceError(f"{path}:{number}: telemetry point lacks {error}") from None
+        except ValueError as error:
+            raise TraceError(f"{path}:{number}: {error}") from None
+        total += period_ttis
+        if total > MAX_TTIS:
+            raise TraceError(f"{path}:{number}: the periods add up to more than a trace's {MAX_TRACE_S:.0f} s")
+        if sched > period_ttis * MAX_TTI_BYTES:
+            raise TraceError(f"{path}:{number}: {sched} bytes in {period_ttis} ms is above a trace's maximum rate")
         periods.append((sched, period_ttis, fields.get("outage") == "true"))
     if not periods:
         raise TraceError(f"{path}: no `telemetry` points (line protocol recorded by rnf)")
@@ -281,9 +318,33 @@ def build(spec: TraceSpec, rng: np.random.Generator) -> Trace:
             return rayleigh(spec, rng)
     if spec.scale != 1.0:
         outage = trace == OUTAGE
-        trace = from_rates(capacity_bps(trace) * spec.scale)
+        try:
+            trace = from_rates(capacity_bps(trace) * spec.scale)
+        except TraceError as error:
+            raise TraceError(f"{spec.file}: scaled by {spec.scale:g}: {error}") from None
         trace[outage] = OUTAGE
     return trace
+
+
+def check_files(
+    ues: Sequence[UeConfig], prefix: str = "", missing_hint: str = "", checked: set[TraceFile] | None = None
+) -> None:
+    """Read every trace file of `ues` as the cell will, before anything starts: a TraceError `<prefix>ues[i].trace.file:
+    reason` for the first that is missing or is not a trace (`missing_hint` is added to a missing file's reason).
+    Generated traces need no check: their configuration bounds them. Files in `checked` are skipped, and the
+    ones read are added to it."""
+    for index, ue in enumerate(ues):
+        if not isinstance(ue.trace, TraceFile) or (checked is not None and ue.trace in checked):
+            continue
+        field = f"{prefix}ues[{index}].trace.file"
+        if not ue.trace.file.exists():
+            raise TraceError(f"{field}: {ue.trace.file}: no such trace file{missing_hint}")
+        try:
+            build(ue.trace, np.random.default_rng(0))
+        except TraceError as error:
+            raise TraceError(f"{field}: {error}") from None
+        if checked is not None:
+            checked.add(ue.trace)
 
 
 def with_outages(trace: Trace, outages: Sequence[Outage]) -> Trace:

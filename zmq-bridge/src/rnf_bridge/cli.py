@@ -17,8 +17,8 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
-from rnf_cli.endpoints import CONNECT_ENDPOINT
-from rnf_cli.errors import UserError
+from rnf_foundation.endpoints import CONNECT_ENDPOINT
+from rnf_foundation.errors import UserError
 
 from rnf_bridge import client, config, control, launch, traces
 

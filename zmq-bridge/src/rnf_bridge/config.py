@@ -13,17 +13,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
     field_validator,
     model_validator,
 )
-from rnf_cli.config import file_or_generator, read_toml, resolve_paths, validate
-from rnf_cli.endpoints import check_endpoint
-from rnf_cli.errors import UserError
+from rnf_foundation.config import Strict, file_or_generator, read_toml, resolve_paths, validate
+from rnf_foundation.endpoints import check_endpoint
+from rnf_foundation.errors import UserError
 
 from rnf_bridge import traces
 from rnf_bridge.plan import Fading, Plan, UePlan
@@ -47,10 +45,8 @@ Endpoint = Annotated[str, AfterValidator(_bind)]
 ConnectEndpoint = Annotated[str, AfterValidator(_connect)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Decibels = Annotated[float, Field(allow_inf_nan=False)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+# GNU Radio's channel blocks take their seed as a C int, and a UE's noise adds its index to the bridge's seed.
+Seed = Annotated[int, Field(ge=0, le=2**31 - 1 - 64, description="a random generator's seed, 0 or more")]
 
 
 class TraceFile(Strict):
@@ -68,7 +64,7 @@ class PiecewiseTrace(Strict):
     max_db: Decibels
     period_s: PositiveFloat
     duration_s: PositiveFloat = 60.0
-    seed: int = 1
+    seed: Seed = 1
 
     @model_validator(mode="after")
     def _ordered(self) -> PiecewiseTrace:
@@ -86,7 +82,14 @@ class OnOffTrace(Strict):
     on_s: PositiveFloat
     off_s: PositiveFloat
     on_db: Decibels = 0.0
-    off_db: float = Field(default=-math.inf, lt=math.inf)
+    off_db: float = Field(default=-math.inf, lt=math.inf, allow_inf_nan=True)
+
+    @field_validator("off_db", mode="before")
+    @classmethod
+    def _not_nan(cls, value: Any) -> Any:
+        if isinstance(value, float) and math.isnan(value):  # before `lt`, which would call it too large
+            raise ValueError("nan is not a gain: a number of dB, or -inf for no signal")
+        return value
 
 
 TraceSpec = Annotated[
@@ -109,7 +112,7 @@ class FadingConfig(Strict):
     doppler_hz: PositiveFloat
     k_factor: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     sinusoids: int = Field(default=8, ge=1, le=64)
-    seed: int = 1
+    seed: Seed = 1
 
     @model_validator(mode="after")
     def _k_for_rician(self) -> FadingConfig:
@@ -150,7 +153,7 @@ class BridgeConfig(Strict):
     sample_rate: PositiveFloat
     control: Endpoint = DEFAULT_CONTROL
     peer_timeout_s: PositiveFloat = 5.0
-    seed: int = 1
+    seed: Seed = 1
     enb: EnbConfig = EnbConfig()
     ues: list[UeConfig] = Field(min_length=1, max_length=16)
 

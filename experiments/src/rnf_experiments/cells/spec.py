@@ -8,21 +8,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import BaseModel, Discriminator, Field, Tag, model_validator
 from rnf_bridge import config as bridge
 from rnf_bridge import traces as bridge_traces
 from rnf_bridge.schedule import ScheduleError
 from rnf_cell.config import TRACE_TAGS as CELL_TRACE_TAGS
 from rnf_cell.config import CellConfig
+from rnf_foundation.config import Strict
 
 from rnf_experiments.cells.stack import SAMPLE_RATE
 
 Prefix = Annotated[str, Field(pattern=r"^[a-z][a-z0-9]{0,7}$", description="namespaces are <prefix>-core etc.")]
 Decibels = Annotated[float, Field(allow_inf_nan=False)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class VirtualCellSpec(CellConfig):

@@ -7,11 +7,18 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 
 Model = TypeVar("Model", bound=BaseModel)
+
+
+class Strict(BaseModel):
+    """The base of every configuration structure: unknown keys are errors, values are frozen, and a float field
+    refuses NaN and infinity by type (a field that means infinity says so with `Field(allow_inf_nan=True)`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def format_validation_error(source: str, error: ValidationError, hidden: Collection[str] = ()) -> str:

@@ -2,11 +2,13 @@
 
 libzmq wraps an out-of-range port silently (99999 becomes 34463, -1 becomes 65535), so every endpoint is checked
 here before a socket sees it: in configuration files (`Endpoint`, `ConnectEndpoint` for pydantic), on the command
-line (`ENDPOINT`, `CONNECT_ENDPOINT` for click) and in URLs (`check_port`).
+line (`ENDPOINT`, `CONNECT_ENDPOINT` for click) and in URLs (`check_port`). Plain sockets' `HOST:PORT` addresses
+(`HostPort`, `parse_address`) take the same port check.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Collection
 from typing import Annotated
@@ -27,6 +29,27 @@ def check_port(text: str) -> int:
     if port > 65535:
         raise ValueError(f"port {port} is above 65535")
     return port
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """`IP:PORT` (an IPv6 address in brackets) as (host, port); ValueError naming it and the reason otherwise."""
+    host, separator, port = text.rpartition(":")
+    if not separator:
+        raise ValueError(f"{text!r} is not IP:PORT, like 127.0.0.1:15001")
+    try:
+        number = check_port(port)
+        ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
+    except ValueError as error:
+        raise ValueError(f"{text!r}: {error}") from None
+    return host.removeprefix("[").removesuffix("]"), number
+
+
+def _address(text: str) -> str:
+    parse_address(text)
+    return text
+
+
+HostPort = Annotated[str, AfterValidator(_address)]
 
 
 def check_endpoint(value: str, *, connect: bool = False, schemes: Collection[str] = SCHEMES) -> str:
