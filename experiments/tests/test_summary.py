@@ -1,7 +1,9 @@
 """summarize on small in-memory runs with hand-computed answers: one-way delay, TTSU, goodput, RLC drops, TCP
-counters, Jain fairness, busy-period utilization and queue, band fraction and settling time."""
+counters, Jain fairness, busy-period utilization and queue, and the band fraction and settling time of the cell's
+queue against the reference the scenario configured (and, apart, against the controller's own record)."""
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -54,9 +56,9 @@ def _packets(arrival_delivery_ms):
     return np.array(records, dtype=analysis.PACKET_RECORD)
 
 
-def _run(flows, ues=None, controllers=None, packets=None, netstat=None):
+def _run(flows, ues=None, controllers=None, packets=None, netstat=None, controller_config=None, queue_limits=None):
     return analysis.ArmRun(
-        description={"arm": "smvs", "repetition": 0, "sweep": None},
+        description={"arm": "smvs", "repetition": 0, "sweep": None, "controller_config": controller_config},
         directory=Path("runs/smvs-0"),
         ues=ues or {},
         controllers=controllers or {},
@@ -64,6 +66,7 @@ def _run(flows, ues=None, controllers=None, packets=None, netstat=None):
         packets=packets if packets is not None else np.empty(0, analysis.PACKET_RECORD),
         netstat=netstat or {},
         cell_summary={},
+        queue_limits=queue_limits or {},
     )
 
 
@@ -95,6 +98,23 @@ def test_delay_is_nan_without_packets_in_the_window():
     assert math.isnan(summary["delay_p50_ms"]) and math.isnan(summary["delay_p95_ms"])
 
 
+@pytest.mark.parametrize(
+    ("cell_summary", "lost"),
+    [
+        ({"packet_log_dropped": 4, "tti_lateness_ns": {"max": 1}}, 4),  # the virtual cell's datapath
+        ({"delay": {"lost": 7, "matched": 2}}, 7),  # a srsRAN cell's captures (cells/owd.py)
+        ({"delay": {"lost": None}}, math.nan),  # a capture whose tcpdump was killed: unknown
+        ({}, math.nan),  # no measurement
+    ],
+    ids=["virtual", "srsran", "srsran-unknown", "none"],
+)
+def test_the_summary_says_how_many_sdus_the_delay_covers_and_what_the_measurement_lost(cell_summary, lost):
+    run = _run([_flow("a", 1, 10, 20, 1000, 1000)], packets=_packets([(10, 12), (11, 14), (30, 31)]))
+    summary = analysis.summarize(replace(run, cell_summary=cell_summary))
+    assert summary["delay_sdus"] == 2  # the third was delivered after the window
+    assert summary["delay_records_lost"] == lost or (math.isnan(lost) and math.isnan(summary["delay_records_lost"]))
+
+
 def test_ttsu_is_start_to_last_byte_of_complete_fixed_size_transfers_only():
     flows = [
         _flow("bulk", 1, 0, 100, 1_000_000, 1_000_000),  # 0.1 s
@@ -103,14 +123,15 @@ def test_ttsu_is_start_to_last_byte_of_complete_fixed_size_transfers_only():
         _flow("backlogged", 1, 0, 300, 500_000, 0),  # requested 0: no TTSU
         _flow("cut", 1, 0, 300, 100_000, 1_000_000, complete=False, error="timed out"),  # incomplete: no TTSU
         _flow("refused", 1, 0, 0, 0, 1_000_000, complete=False, error="refused"),  # no byte: no TTSU
+        _flow("stopped", 1, 0, 300, 100_000, 1_000_000, complete=False),  # ended with the run, no error: incomplete
     ]
     summary = analysis.summarize(_run(flows))
     ttsu = [t["ttsu_s"] for t in summary["transfers"]]
     assert ttsu[:3] == pytest.approx([0.1, 0.05, 0.3])
     assert all(math.isnan(t) for t in ttsu[3:])
     assert summary["ttsu_s"] == pytest.approx(0.15)  # (0.1 + 0.05 + 0.3) / 3
-    assert [t["complete"] for t in summary["transfers"]] == [True, True, True, True, False, False]
-    assert summary["flows"] == 6 and summary["flows_complete"] == 4
+    assert [t["complete"] for t in summary["transfers"]] == [True, True, True, True, False, False, False]
+    assert summary["flows"] == 7 and summary["flows_complete"] == 4
 
 
 def test_ttsu_is_nan_when_no_fixed_size_transfer_completed():
@@ -228,7 +249,7 @@ def test_ue_metrics_count_the_ues_own_busy_periods_after_the_first():
     assert summary["rlc_drops_sdus"] == 9  # 6 + 3 + 0
 
 
-def test_band_fraction_and_settling_time_from_the_busy_controller_steps():
+def test_the_controllers_own_band_fraction_and_settling_time_from_its_busy_steps():
     flows = [_flow("bulk", 1, 100, 600, 1000, 1000), _flow("other", 2, 100, 600, 1000, 1000)]
     steps_ms = [0, 100, 200, 300, 400, 500, 600, 700]  # busy: 200 to 600 ms
     controllers = {
@@ -244,9 +265,144 @@ def test_band_fraction_and_settling_time_from_the_busy_controller_steps():
     ues = {1: _series([0, 700]), 2: _series([0, 700]), 3: _series([0, 700])}  # UE 3: no controller
     summary = analysis.summarize(_run(flows, ues=ues, controllers=controllers))
     one, two, three = (summary["ues"][ue] for ue in ("1", "2", "3"))
-    assert one["band_fraction"] == pytest.approx(0.75)  # busy steps [F, T, F, T, T], from the first T: 3 of 4
-    assert one["settling_s"] == pytest.approx(0.2)  # first busy step inside at 0.3 s, transfer start 0.1 s
-    assert math.isnan(two["band_fraction"]) and math.isnan(two["settling_s"])
-    assert math.isnan(three["band_fraction"]) and math.isnan(three["settling_s"])
-    assert summary["band_fraction"] == pytest.approx(0.75)  # UEs 2 and 3 have none
-    assert summary["settling_s"] == pytest.approx(0.2)
+    assert one["controller_band_fraction"] == pytest.approx(0.75)  # busy steps [F, T, F, T, T], from the first T
+    assert one["controller_settling_s"] == pytest.approx(0.2)  # first busy step inside at 0.3 s, start 0.1 s
+    assert math.isnan(two["controller_band_fraction"]) and math.isnan(two["controller_settling_s"])
+    assert math.isnan(three["controller_band_fraction"]) and math.isnan(three["controller_settling_s"])
+    assert summary["controller_band_fraction"] == pytest.approx(0.75)  # UEs 2 and 3 have none
+    assert summary["controller_settling_s"] == pytest.approx(0.2)
+    # no controller table: an arm without a reference of its own, so nothing is measured against one
+    assert one["reference_source"] == "" and math.isnan(one["band_fraction"]) and math.isnan(summary["band_fraction"])
+
+
+def test_the_cells_queue_is_held_to_the_configured_q0_whatever_the_controller_records():
+    # The controller was given twice the real queue limit and records a q0 of 50 kB at the RLC limit, its queue
+    # inside its own band; the scenario configured q0 = 10 kB. With the cell's limit of 60 kB the band is
+    # half of min(10000, 60000 - 10000) = 5000 B: inside is 5000 < q < 15000.
+    flows = [_flow("bulk", 1, 0, 100, 1000, 1000)]
+    periods_ms = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]  # busy (0, 100]; 10 ms, the first, is skipped
+    queue = [0, 2000, 4000, 9000, 16000, 12000, 5000, 8000, 14000, 15000, 11000]
+    # busy periods 20..100 ms: 4000 out, 9000 in, 16000 out, 12000 in, 5000 out (strictly), 8000 in, 14000 in,
+    # 15000 out (strictly), 11000 in: from the first inside (30 ms) on, 5 of 8
+    controller = _controller(periods_ms, q=[50_000] * 11, q0=[50_000] * 11, band=[25_000] * 11)
+    run = _run(
+        flows,
+        ues={1: _series(periods_ms, queue=queue)},
+        controllers={1: controller},
+        controller_config={"kind": "smvs", "q0_bytes": 10_000},
+        queue_limits={1: 60_000},
+    )
+    summary = analysis.summarize(run)
+    one = summary["ues"]["1"]
+    assert one["reference_source"] == "q0_bytes"
+    assert (one["reference_p50_bytes"], one["band_p50_bytes"]) == (10_000, 5_000)
+    assert one["band_fraction"] == pytest.approx(5 / 8)
+    assert one["settling_s"] == pytest.approx(0.03)  # the period ending at 30 ms, the transfer started at 0
+    assert one["controller_band_fraction"] == 1.0  # what the controller says of itself, kept apart
+    assert (summary["band_fraction"], summary["reference_p50_bytes"]) == (pytest.approx(5 / 8), 10_000)
+
+
+def test_a_delay_target_is_measured_against_the_rate_the_cell_served_in_each_period():
+    # target 20 ms, 10 ms periods. Served 7500 B (750 kB/s): reference 15000 B, band half of
+    # min(15000, 100000 - 15000) = 7500. Served 3500 B (350 kB/s): reference 7000 B, band 3500.
+    flows = [_flow("bulk", 1, 0, 60, 1000, 1000)]
+    periods_ms = [0, 10, 20, 30, 40, 50, 60]  # busy (0, 60]; the first busy period (10 ms) is skipped
+    served = [0, 7500, 7500, 7500, 3500, 3500, 7500]
+    queue = [0, 0, 20000, 8000, 10400, 3600, 22400]
+    # 20 ms: |20000 - 15000| = 5000 < 7500 in; 30 ms: 7000 in; 40 ms: |10400 - 7000| = 3400 < 3500 in;
+    # 50 ms: |3600 - 7000| = 3400 in; 60 ms: |22400 - 15000| = 7400 in. All 5 in, from the first (20 ms) on.
+    # Against the controller's constant q0 of 15000 B, 40 and 50 ms would be out.
+    run = _run(
+        flows,
+        ues={1: _series(periods_ms, delivered=served, queue=queue)},
+        controller_config={"kind": "smvs", "target_ms": 20},
+        queue_limits={1: 100_000},
+    )
+    one = analysis.summarize(run)["ues"]["1"]
+    assert one["reference_source"] == "target_ms"
+    assert one["band_fraction"] == 1.0
+    assert one["settling_s"] == pytest.approx(0.02)
+    assert one["reference_p50_bytes"] == pytest.approx(15_000)  # median of [15000, 15000, 7000, 7000, 15000]
+    assert one["band_p50_bytes"] == pytest.approx(7_500)
+    # 100 more bytes at 40 ms and it is out: |10500 - 7000| < 3500 fails
+    queue[4] = 10_500
+    run = _run(
+        flows,
+        ues={1: _series(periods_ms, delivered=served, queue=queue)},
+        controller_config={"kind": "smvs", "target_ms": 20},
+        queue_limits={1: 100_000},
+    )
+    assert analysis.summarize(run)["ues"]["1"]["band_fraction"] == pytest.approx(4 / 5)
+
+
+@pytest.mark.parametrize(
+    "controller",
+    [
+        {"kind": "smvs", "q0_bytes": 40_000},
+        {"kind": "smvs", "target_ms": 40},  # 40 ms x 10000 B per 10 ms = 40000 B
+        {"kind": "smvs"},  # the controller's own q0: 40000 B
+    ],
+    ids=["q0", "target", "controller"],
+)
+def test_the_band_narrows_near_the_queue_limit_configured_or_else_reported(controller):
+    # q0 = 40000 B. The eNB reports a limit of 50000 B: band = half of min(40000, 50000 - 40000) = 5000 B, not
+    # the 20000 B of half the reference. A configured B_max of 48000 B comes first: 4000 B.
+    flows = [_flow("bulk", 1, 0, 30, 1000, 1000)]
+    periods_ms = [0, 10, 20, 30]  # busy periods 20 and 30 ms count
+    served = [10_000] * 4
+    own = {1: _controller(periods_ms, q=[0] * 4, q0=[40_000] * 4, band=[0] * 4)}
+
+    def band(config, queue):
+        ues = {1: _series(periods_ms, delivered=served, queue=[0, 0, *queue])}
+        run = _run(flows, ues=ues, controllers=own, controller_config=config, queue_limits={1: 50_000})
+        one = analysis.summarize(run)["ues"]["1"]
+        return one["band_p50_bytes"], one["band_fraction"]
+
+    assert band(controller, [44_999, 35_000]) == (5_000, 1 / 2)  # 4999 away: in; 5000 away: out
+    assert band(controller | {"b_max_bytes": 48_000}, [43_999, 36_000]) == (4_000, 1 / 2)
+
+
+def test_rnf_is_held_to_its_q_ref_with_the_margin_rule_and_no_limit_known():
+    # q_ref = 8000 B and no queue limit reported: the band is half the reference, 4000 B
+    flows = [_flow("bulk", 1, 0, 40, 1000, 1000)]
+    run = _run(
+        flows,
+        ues={1: _series([0, 10, 20, 30, 40], queue=[0, 0, 2000, 4002, 11998])},  # out, in, in
+        controller_config={"kind": "rnf", "q_ref_bytes": 8000},
+    )
+    one = analysis.summarize(run)["ues"]["1"]
+    assert (one["reference_source"], one["band_p50_bytes"]) == ("q_ref_bytes", 4000)
+    assert one["band_fraction"] == 1.0 and one["settling_s"] == pytest.approx(0.03)
+
+
+def test_without_a_configured_reference_the_controllers_own_q0_is_the_reference():
+    # smvs with neither q0_bytes nor target_ms: its default reference is a forecast margin it measures itself, so the
+    # cell's queue is held to the q0 the controller recorded at its last step at or before each period's end
+    flows = [_flow("bulk", 1, 0, 40, 1000, 1000)]
+    controller = _controller([5, 30], q=[0, 0], q0=[4000, 8000], band=[0, 0])
+    run = _run(
+        flows,
+        ues={1: _series([0, 10, 20, 30, 40], queue=[0, 0, 5000, 3000, 9000])},
+        controllers={1: controller},
+        controller_config={"kind": "smvs"},
+        queue_limits={1: 100_000},
+    )
+    one = analysis.summarize(run)["ues"]["1"]
+    # 20 ms: q0 4000 (the step at 5 ms), band 2000, |5000 - 4000| in; 30 and 40 ms: q0 8000 (the step at 30 ms
+    # counts for the period ending then), band 4000: |3000 - 8000| out, |9000 - 8000| in
+    assert one["reference_source"] == "controller"
+    assert one["band_fraction"] == pytest.approx(2 / 3)
+    assert one["reference_p50_bytes"] == pytest.approx(8000)
+    # the controller's first step at 35 ms: the periods before it have no reference and are never inside
+    late = _controller([35], q=[0], q0=[9000], band=[0])
+    run = _run(flows, ues=run.ues, controllers={1: late}, controller_config={"kind": "smvs"})
+    one = analysis.summarize(run)["ues"]["1"]
+    assert one["band_fraction"] == 1.0 and one["settling_s"] == pytest.approx(0.04)
+
+
+def test_two_periods_are_enough_to_know_the_period():
+    # the transfer began before the series: both periods are busy, the first skipped; 5000 B at 10000 B per
+    # 10 ms drain in 5 ms
+    flows = [_flow("bulk", 1, -5, 10, 1000, 1000)]
+    summary = analysis.summarize(_run(flows, ues={1: _series([0, 10], capacity=[10_000] * 2, queue=[0, 5000])}))
+    assert summary["sojourn_p50_ms"] == 5.0

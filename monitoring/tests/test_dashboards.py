@@ -1,6 +1,7 @@
-"""The dashboards: committed JSON equal to the generator's, provisioning consistent with it, and every panel's
+"""The dashboards: committed JSON equal to the generator's, provisioning consistent with it, every panel's
 InfluxQL answering with the series it is meant to show, from a short real run: the virtual cell and the split
-proxy with its `smvs` and `rnf` controllers, which record the `controller` measurement themselves.
+proxy with its `smvs` and `rnf` controllers, which record the `controller` measurement themselves; and the
+in-band and drop panels returning exactly the values of a hand-made series.
 """
 
 import json
@@ -18,6 +19,7 @@ import yaml
 from rnf_monitoring import dashboards
 from rnf_monitoring.client import InfluxClient
 from rnf_monitoring.importer import time_ns
+from rnf_monitoring.influx import Outcome
 
 REPO = Path(__file__).resolve().parents[2]
 GRAFANA = REPO / "grafana"
@@ -228,3 +230,40 @@ def test_each_template_variable_lists_the_runs_values(recorded_run):
                 assert run in values, name
             else:
                 assert values == VARIABLE_VALUES[variable["name"]], (name, variable["name"])
+
+
+def panel_query(name: str, title: str) -> str:
+    (query,) = [target["query"] for file, panel, target in targets() if (file, panel) == (name, title)]
+    return query
+
+
+def test_the_in_band_and_drop_panels_return_exactly_a_hand_made_series(influxdb, database):
+    # 30 steps of 10 ms from a time on a 100 ms boundary, so each of Grafana's 100 ms intervals holds 10 steps
+    start_ns = 1_700_000_000_000 * 10**6
+    in_band = [1, 1, 1, 0, 1, 1, 0, 1, 1, 0] + [0, 0, 1, 0, 0, 1, 0, 0, 1, 0] + [1] * 10  # 7, 3 and 10 of 10
+    dropped = [0] * 30
+    dropped[4], dropped[25], dropped[29] = 2, 3, 2  # 2, 0 and 5 SDUs per interval: 2, 2, 7 summed up
+    tags = "run=hand,arm=smvs,ue=1"
+    lines = [
+        f"controller,{tags},controller=smvs,ue_ip=172.16.0.2 in_band={flag}i {start_ns + step * 10**7}"
+        for step, flag in enumerate(in_band)
+    ] + [
+        f"telemetry,{tags},cell=1,rnti=70 dropped_sdus={count}i {start_ns + step * 10**7}"
+        for step, count in enumerate(dropped)
+    ]
+    client = influxdb.client(database)
+    assert client.write(lines).outcome is Outcome.WRITTEN
+    window = (start_ns - 10**9, start_ns + 10**9)
+
+    def panel(name: str, title: str) -> list[list]:
+        (series,) = client.query(interpolate(panel_query(name, title), "hand", *window), epoch="ms")[0]["series"]
+        return series["values"]
+
+    start_ms = start_ns // 10**6
+    assert panel("proxy.json", "Fraction of steps in band") == [
+        [start_ms, 0.7],
+        [start_ms + 100, 0.3],
+        [start_ms + 200, 1.0],
+    ]
+    for name in ("proxy.json", "cell-and-ue.json"):
+        assert panel(name, "RLC drops") == [[start_ms, 2], [start_ms + 100, 2], [start_ms + 200, 7]]

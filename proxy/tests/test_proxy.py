@@ -1,14 +1,25 @@
-"""The whole proxy with real telemetry over ZeroMQ: mapping, bad input, publisher restarts, stale telemetry,
-outages, and the controller state it records."""
+"""The whole proxy with real telemetry over ZeroMQ.
+
+Open loop, the plumbing: a `FixedQueueEnb` reports the same queue whatever the proxy sends, so those tests check
+that telemetry reaches the UE it names, bad input is counted, a restarted publisher is picked up, stale telemetry
+hands over to the fallback, an outage freezes sending, broken parameters are refused, the proxy's buffers stay
+bounded, CURVE keys are checked, and what is recorded; not whether the controllers control anything.
+
+Closed loop, the control: a `BottleneckEnb` reports a real queue, the RAN's rate limit toward the UE, which fills
+with what the proxy sends and drains at a set rate, and the controllers must hold it at the reference the
+configuration implies.
+"""
 
 import asyncio
+import subprocess
 import threading
 import time
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import zmq
-from rnf_proxy import Proxy, ProxyConfig, sockets
+from rnf_proxy import Proxy, ProxyConfig, netns, sockets
 from rnf_proxy.control import Mode
 from rnf_proxy.rnf import RnfConfig
 from rnf_proxy.smvs import SmvsConfig
@@ -22,8 +33,9 @@ PERIOD = 0.01
 SMVS = SmvsConfig(b_max_bytes=200_000, q0_bytes=100_000)
 
 
-class FakeEnb:
-    """Publishes one telemetry message per UE per period, like an eNB whose UEs drain 25 kB per period."""
+class FixedQueueEnb:
+    """Publishes one telemetry message per UE per period, like an eNB whose UEs drain 25 kB per period from a queue
+    of 100 kB that never changes: open loop."""
 
     def __init__(
         self,
@@ -112,7 +124,7 @@ def sent(proxy: Proxy, ue: str) -> int:
 @pytest.mark.ues(2)
 def test_telemetry_reaches_the_ue_it_names_and_bad_messages_are_counted(net, serve):
     server = serve(bulk)
-    enb = FakeEnb(ues=("172.16.0.2",))  # only UE 1 is reported
+    enb = FixedQueueEnb(ues=("172.16.0.2",))  # only UE 1 is reported
 
     async def scenario():
         async with Proxy(config(net, enb.endpoint)) as proxy:
@@ -146,7 +158,7 @@ def test_telemetry_reaches_the_ue_it_names_and_bad_messages_are_counted(net, ser
 
 
 def test_a_restarted_publisher_is_picked_up_again(net):
-    enb = FakeEnb(seq=100_000)  # a long-lived eNB
+    enb = FixedQueueEnb(seq=100_000)  # a long-lived eNB
 
     async def scenario():
         async with Proxy(config(net, enb.endpoint)) as proxy:
@@ -155,7 +167,7 @@ def test_a_restarted_publisher_is_picked_up_again(net):
             task.cancel()
             enb.close()  # the eNB goes away...
             await asyncio.sleep(0.3)
-            restarted = FakeEnb(enb.endpoint)  # ...and comes back on the same endpoint, seq from 0
+            restarted = FixedQueueEnb(enb.endpoint)  # ...and comes back on the same endpoint, seq from 0
             before = proxy.stats()["telemetry_accepted"]
             task = asyncio.create_task(restarted.run())
             # the subscriber reconnects by itself; its first messages after the restart are lost (slow joiner),
@@ -177,9 +189,9 @@ STALE_AFTER = 20  # periods: wide enough for a loaded machine's timing; the defa
     [SMVS.model_copy(update={"stale_periods": STALE_AFTER}), RnfConfig(q_ref_bytes=50_000, stale_periods=STALE_AFTER)],
     ids=["smvs", "rnf"],
 )
-def test_stale_telemetry_falls_back_and_the_proxy_keeps_forwarding(net, serve, tmp_path, controller):
+def test_stale_telemetry_hands_the_ue_to_the_fallback_which_keeps_forwarding(net, serve, tmp_path, controller):
     server = serve(bulk)
-    enb = FakeEnb()
+    enb = FixedQueueEnb()
     recorder = FileRecorder(tmp_path / "series.lp")
 
     async def scenario():
@@ -214,9 +226,9 @@ def test_stale_telemetry_falls_back_and_the_proxy_keeps_forwarding(net, serve, t
     assert any("stale=0i" in line for line in lines)
 
 
-def test_outage_freezes_sending_and_it_resumes_at_once_without_slow_start(net, serve, tmp_path):
+def test_a_reported_outage_freezes_sending_and_it_resumes_at_once_without_slow_start(net, serve, tmp_path):
     server = serve(bulk)
-    enb = FakeEnb()
+    enb = FixedQueueEnb()
     recorder = FileRecorder(tmp_path / "series.lp")
 
     async def scenario():
@@ -254,8 +266,114 @@ def test_outage_freezes_sending_and_it_resumes_at_once_without_slow_start(net, s
     )
 
 
+class BottleneckEnb:
+    """An eNB whose queue is real: a tbf rate limit on the RAN's port toward UE 1 (`net.bottleneck`), which holds
+    what the proxy sends and drains it at `rate_bytes_s`. Each period it reports that queue, the bytes that entered
+    the RAN from the core (`c0`) less those that left toward the UE (`u1`), and the bytes that left, as the RAN
+    namespace's kernel counts them (offloads off, so both ports count the same frames). The tbf's own limit is
+    twice the B_max it reports: the controllers' guard, not the qdisc, keeps the queue under B_max."""
+
+    def __init__(self, net, rate_bytes_s: int, limit_bytes: int) -> None:
+        for namespace, device in ((net.core, "sgi0"), (net.ran, "c0"), (net.ran, "u1")):
+            offloads = ["tso", "off", "gso", "off", "gro", "off"]
+            subprocess.run(["ip", "netns", "exec", namespace, "ethtool", "-K", device, *offloads], check=True)
+        # the bridge's own IPv6 chatter leaves through u1 without entering through c0
+        subprocess.run(
+            ["ip", "netns", "exec", net.ran, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], check=True
+        )
+        net.bottleneck(rate_mbit=rate_bytes_s * 8 / 1e6, limit_bytes=2 * limit_bytes)
+        self.limit_bytes = limit_bytes
+        with netns.inside(net.ran):  # the file reads the namespace it was opened in
+            self._counters = open("/proc/thread-self/net/dev")  # closed by close()
+        self.publisher = Publisher("tcp://127.0.0.1:0")
+        self.endpoint = self.publisher.endpoint
+        self.reports: list[tuple[float, int, int]] = []  # (time, queue, served) per period
+
+    def _count(self) -> tuple[int, int]:
+        """Bytes received on c0 and sent on u1 so far."""
+        self._counters.seek(0)
+        fields = {
+            line.split(":")[0].strip(): line.split(":")[1].split() for line in self._counters.read().splitlines()[2:]
+        }
+        return int(fields["c0"][0]), int(fields["u1"][8])
+
+    async def run(self) -> None:
+        entered, left = self._count()
+        backlog, last, seq = entered - left, time.monotonic(), 0
+        while True:
+            await asyncio.sleep(PERIOD)
+            entered, now_left = self._count()
+            now = time.monotonic()
+            queue, served = max(entered - now_left - backlog, 0), now_left - left
+            left, seq = now_left, seq + 1
+            self.reports.append((now, queue, served))
+            self.publisher.send(
+                TelemetryMessage(
+                    cell_id=1,
+                    rnti=0x46,
+                    lcid=3,
+                    timestamp_ns=time.time_ns(),
+                    tti=seq * 10,
+                    seq=seq,
+                    period_us=round((now - last) * 1e6),
+                    dl_queue_new_bytes=queue,
+                    dl_queue_limit_bytes=self.limit_bytes,
+                    dl_sched_new_bytes=served,
+                    ue_ip="172.16.0.2",
+                )
+            )
+            last = now
+
+    def close(self) -> None:
+        self._counters.close()
+        self.publisher.close()
+
+
+RATE = 1_000_000  # bytes/s, 8 Mbit/s: 10 kB per period
+B_MAX = 200_000
+
+
+@pytest.mark.parametrize(
+    ("controller", "reference"),
+    [
+        # q0 = 50 kB; the band, rule (43) at half the margin: half of min(50 kB, 200 kB - 50 kB) = 25 kB
+        (SmvsConfig(b_max_bytes=B_MAX, q0_bytes=50_000), 50_000),
+        # eq. (1) with tau the veths' RTT (well under 1 ms, so b tau < 1 kB): w = q_ref, the queue holds q_ref;
+        # the same band rule, half of min(30 kB, 170 kB) = 15 kB
+        (RnfConfig(q_ref_bytes=30_000), 30_000),
+    ],
+    ids=["smvs", "rnf"],
+)
+def test_in_a_closed_loop_the_controller_holds_the_real_queue_at_its_reference(net, serve, controller, reference):
+    server = serve(bulk)
+    enb = BottleneckEnb(net, RATE, B_MAX)
+    band = min(reference, B_MAX - reference) / 2
+
+    async def scenario():
+        async with Proxy(config(net, enb.endpoint, controller)):
+            task = asyncio.create_task(enb.run())
+            stop = download(net, server.port)
+            await asyncio.sleep(4.0)
+            task.cancel()
+            stop.set()
+
+    asyncio.run(scenario())
+    enb.close()
+    start = enb.reports[0][0]
+    settled = [(queue, served) for at, queue, served in enb.reports if at - start > 2.0]  # after reaching
+    queues = np.array([queue for queue, _ in settled])
+    inside = np.abs(queues - reference) < band
+    assert inside.mean() >= 0.9, f"in band {inside.mean():.2f}, queue p5/50/95 {np.percentile(queues, [5, 50, 95])}"
+    assert abs(np.median(queues) - reference) < band / 4
+    assert queues.max() < B_MAX  # never near the limit: nothing dropped
+    # the link never starved: the bottleneck sent at its rate (frames, headers included; a stall of the test's
+    # own loop, which runs the proxy and this eNB alike, is what the margin allows for)
+    elapsed = enb.reports[-1][0] - enb.reports[len(enb.reports) - len(settled) - 1][0]
+    assert sum(served for _, served in settled) / (RATE * elapsed) >= 0.9
+
+
 def test_broken_smvs_parameters_are_refused_unless_allowed(net):
-    from rnf_cli.errors import UserError
+    from rnf_foundation.errors import UserError
 
     broken = SmvsConfig(b_max_bytes=200_000, q0_bytes=100_000, eps=10_000_000)  # band far wider than q0
 
@@ -324,7 +442,7 @@ def test_curve_authenticated_telemetry_from_an_enb_on_another_host(authorised):
 
     async def scenario():
         async with Proxy(proxy_config) as proxy:
-            task = asyncio.create_task(FakeEnb(publisher=publisher).run())
+            task = asyncio.create_task(FixedQueueEnb(publisher=publisher).run())
             await asyncio.sleep(0.5)
             task.cancel()
             return proxy.stats().get("telemetry_accepted", 0)

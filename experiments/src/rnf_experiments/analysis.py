@@ -7,13 +7,13 @@ import math
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 
 from rnf_experiments import lineprotocol, metrics
 
@@ -48,6 +48,43 @@ class ControllerSeries:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """The queue reference a run is measured against, read from the arm's controller configuration (the
+    scenario's), never from what the controller recorded of itself.
+
+    `source` says where it comes from: `q0_bytes` (smvs) or `q_ref_bytes` (rnf), a constant in bytes;
+    `target_ms`, a delay target, times the rate the cell served in each period; `controller` when the arm's
+    RAN-feedback controller was given neither, so that its reference is a default it derives from what it
+    measures (the forecast margin: what the link served beyond the controller's own forecast over its loop):
+    the queue is then measured against the q0 the controller recorded, the one case where
+    the analysis takes the controller's word; an empty string for arms without a queue reference (e2e, itcp,
+    clamp, ewma). The band is the same rule for every arm, so that arms compare: half of min(reference,
+    B_max - reference) but at least 3000 B, paper 000's rule (43) at half the margin and smvs's default band,
+    with B_max the configured `b_max_bytes` (smvs) or else the queue limit the eNB reports; a configured `eps` does not
+    change it (the band eps implies depends on the law's switching, the controller's business)."""
+
+    source: str
+    bytes: float = math.nan
+    target_s: float = math.nan
+    limit_bytes: float = math.nan  # configured B_max; NaN: the eNB's
+
+
+def configured_reference(controller: dict[str, Any] | None) -> Reference:
+    """The reference an arm's controller table (`[arms.controller]`) configures."""
+    config = controller if isinstance(controller, dict) else {}
+    kind = config.get("kind")
+    if kind not in ("smvs", "rnf"):
+        return Reference("")
+    limit = float(config.get("b_max_bytes") or math.nan)
+    bytes_key = "q0_bytes" if kind == "smvs" else "q_ref_bytes"
+    if config.get(bytes_key) is not None:
+        return Reference(bytes_key, bytes=float(config[bytes_key]), limit_bytes=limit)
+    if config.get("target_ms") is not None:
+        return Reference("target_ms", target_s=float(config["target_ms"]) / 1000, limit_bytes=limit)
+    return Reference("controller", limit_bytes=limit)
+
+
+@dataclass(frozen=True)
 class ArmRun:
     """One arm in one repetition (and sweep value), as found in `runs/<folder>/` with its run.json."""
 
@@ -59,6 +96,7 @@ class ArmRun:
     packets: npt.NDArray[Any]
     netstat: dict[str, dict[str, int]]
     cell_summary: dict[str, Any]
+    queue_limits: dict[int, int] = field(default_factory=dict)  # per UE, bytes, as the eNB's telemetry reports it
 
     @property
     def arm(self) -> str:
@@ -173,6 +211,17 @@ def load_controllers(path: Path) -> dict[int, ControllerSeries]:
     }
 
 
+def load_queue_limits(path: Path) -> dict[int, int]:
+    """Per UE, the largest RLC queue limit the eNB's telemetry reported (bytes); UEs that report none are left
+    out."""
+    limits: dict[int, int] = {}
+    for point in read_points(path, "telemetry"):
+        ue, limit = point.tags.get("ue", ""), point.fields.get("queue_limit_bytes")
+        if ue.isdigit() and isinstance(limit, int) and limit > 0:
+            limits[int(ue)] = max(limits.get(int(ue), 0), limit)
+    return limits
+
+
 def load_arm_run(directory: Path) -> ArmRun:
     """One run folder, every file checked: a UserError names the first that is missing or malformed."""
     description = read_json(directory / "run.json", RUN_KEYS)
@@ -198,6 +247,7 @@ def load_arm_run(directory: Path) -> ArmRun:
         packets=packets,
         netstat=read_json(netstat_path) if netstat_path.exists() else {},
         cell_summary=read_json(cell_summary_path) if cell_summary_path.exists() else {},
+        queue_limits=load_queue_limits(directory / "series.lp"),
     )
 
 
@@ -211,7 +261,13 @@ def busy(flows: list[dict[str, Any]], time_ns: npt.NDArray[np.int64]) -> npt.NDA
     return inside
 
 
-def _ue_metrics(series: UeSeries, flows: list[dict[str, Any]], controller: ControllerSeries | None) -> dict[str, Any]:
+def _ue_metrics(
+    series: UeSeries,
+    flows: list[dict[str, Any]],
+    controller: ControllerSeries | None,
+    reference: Reference,
+    queue_limit: float,
+) -> dict[str, Any]:
     inside = busy(flows, series.time_ns)
     # A period counts when its end falls inside a transfer; the first one is partial, so skip it.
     first = np.flatnonzero(inside)
@@ -230,16 +286,52 @@ def _ue_metrics(series: UeSeries, flows: list[dict[str, Any]], controller: Contr
         "sojourn_p95_ms": metrics.percentile(sojourn, 95),
         "queue_empty_fraction": metrics.empty_fraction(queue),
         "rlc_drops_sdus": int(series.dropped_sdus[inside].sum()),
+        "reference_source": reference.source,
+        "reference_p50_bytes": math.nan,
+        "band_p50_bytes": math.nan,
         "band_fraction": math.nan,
         "settling_s": math.nan,
+        "controller_band_fraction": math.nan,
+        "controller_settling_s": math.nan,
     }
-    if controller is not None and flows:
-        steps = busy(flows, controller.time_ns)
-        in_band = metrics.band_membership(controller.q_bytes, controller.q0_bytes, controller.band_bytes)[steps]
-        start_s = min(f["start_ns"] for f in flows) / 1e9
+    if not flows:
+        return values
+    start_s = min(f["start_ns"] for f in flows) / 1e9
+    q0 = _reference_bytes(reference, series, inside, period_s, controller)
+    if q0 is not None:
+        band = metrics.margin_band(q0, queue_limit if math.isnan(reference.limit_bytes) else reference.limit_bytes)
+        in_band = metrics.band_membership(queue, q0, band)
+        values["reference_p50_bytes"] = metrics.percentile(q0, 50)
+        values["band_p50_bytes"] = metrics.percentile(band, 50)
         values["band_fraction"] = metrics.band_fraction(in_band)
-        values["settling_s"] = metrics.settling_time_s(controller.time_ns[steps] / 1e9, in_band, start_s)
+        values["settling_s"] = metrics.settling_time_s(series.time_ns[inside] / 1e9, in_band, start_s)
+    if controller is not None:
+        steps = busy(flows, controller.time_ns)
+        own = metrics.band_membership(controller.q_bytes, controller.q0_bytes, controller.band_bytes)[steps]
+        values["controller_band_fraction"] = metrics.band_fraction(own)
+        values["controller_settling_s"] = metrics.settling_time_s(controller.time_ns[steps] / 1e9, own, start_s)
     return values
+
+
+def _reference_bytes(
+    reference: Reference,
+    series: UeSeries,
+    inside: npt.NDArray[np.bool_],
+    period_s: float,
+    controller: ControllerSeries | None,
+) -> npt.NDArray[np.float64] | None:
+    """The configured reference in each busy period of the cell (bytes); None when the arm has none."""
+    if reference.source == "target_ms":
+        return metrics.delay_reference(series.sched_bytes[inside], period_s, reference.target_s)
+    if reference.source == "controller":
+        if controller is None:
+            return None
+        # the q0 of the controller's last step at or before the period's end
+        index = np.searchsorted(controller.time_ns, series.time_ns[inside], side="right") - 1
+        return np.where(index >= 0, controller.q0_bytes[np.maximum(index, 0)], math.nan)
+    if reference.source:
+        return np.full(int(inside.sum()), reference.bytes)
+    return None
 
 
 def _goodput_mbps(flow: dict[str, Any]) -> float:
@@ -262,8 +354,17 @@ def _transfer(flow: dict[str, Any]) -> dict[str, Any]:
 def summarize(run: ArmRun) -> dict[str, Any]:
     """summary.json's per-run entry (keys documented in experiments/README.md)."""
     flows = run.flows
+    # a run.json older than `controller_config` names only the controller's kind: the reference is then its own
+    kind_only = {"kind": run.description.get("controller")}
+    reference = configured_reference(run.description.get("controller_config", kind_only))
     per_ue = {
-        ue: _ue_metrics(series, [f for f in flows if f["ue"] == ue], run.controllers.get(ue))
+        ue: _ue_metrics(
+            series,
+            [f for f in flows if f["ue"] == ue],
+            run.controllers.get(ue),
+            reference,
+            float(run.queue_limits.get(ue, math.nan)),
+        )
         for ue, series in run.ues.items()
     }
     windows = [(f["start_ns"], f["last_byte_ns"]) for f in flows if f["last_byte_ns"]]
@@ -293,9 +394,15 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "sojourn_p95_ms": mean([u["sojourn_p95_ms"] for u in ues]),
         "delay_p50_ms": metrics.percentile(delays_ms, 50),
         "delay_p95_ms": metrics.percentile(delays_ms, 95),
+        "delay_sdus": int(delays_ms.size),
+        "delay_records_lost": _delay_records_lost(run.cell_summary),
         "rlc_drops_sdus": sum(u["rlc_drops_sdus"] for u in ues),
+        "reference_p50_bytes": mean([u["reference_p50_bytes"] for u in ues]),
+        "band_p50_bytes": mean([u["band_p50_bytes"] for u in ues]),
         "band_fraction": mean([u["band_fraction"] for u in ues]),
         "settling_s": mean([u["settling_s"] for u in ues]),
+        "controller_band_fraction": mean([u["controller_band_fraction"] for u in ues]),
+        "controller_settling_s": mean([u["controller_settling_s"] for u in ues]),
         "ttsu_s": mean([t["ttsu_s"] for t in transfers]),
         "jain_fairness": metrics.jain_fairness(goodputs) if len(goodputs) > 1 else math.nan,
         "flows": len(flows),
@@ -308,6 +415,13 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "transfers": transfers,
         "netstat": run.netstat,
     }
+
+
+def _delay_records_lost(cell_summary: dict[str, Any]) -> float:
+    """Packets whose delay the measurement lost: the virtual cell's dropped packet-log records, or what the srsRAN
+    cell's captures saw pass and did not record (cells/owd.py); NaN when not known."""
+    lost = cell_summary.get("packet_log_dropped", cell_summary.get("delay", {}).get("lost"))
+    return float(lost) if isinstance(lost, int) else math.nan
 
 
 def mean(values: list[float]) -> float:
@@ -346,7 +460,8 @@ def load_results(results: Path) -> tuple[dict[str, Any], list[ArmRun]]:
     metadata = read_json(metadata_path, ("scenario", "scenario_data"))
     try:
         arms = [str(arm["name"]) for arm in metadata["scenario_data"]["arms"]]
-    except (KeyError, TypeError):
+        controllers = {str(arm["name"]): arm.get("controller") for arm in metadata["scenario_data"]["arms"]}
+    except (KeyError, TypeError, AttributeError):
         raise UserError(f"{metadata_path}: scenario_data.arms is not a list of arms with names") from None
     runs_path = results / "runs"
     if not runs_path.is_dir():
@@ -354,8 +469,11 @@ def load_results(results: Path) -> tuple[dict[str, Any], list[ArmRun]]:
     runs = [load_arm_run(d) for d in sorted(runs_path.iterdir()) if d.is_dir()]
     if not runs:
         raise UserError(f"{runs_path}: no runs, nothing to report")
-    for run in runs:
+    for index, run in enumerate(runs):
         if run.arm not in arms:
             raise UserError(f"{run.directory / 'run.json'}: arm {run.arm!r} is not an arm of {metadata_path}")
+        if "controller_config" not in run.description and run.description["sweep"] is None:
+            # a run.json from before `controller_config`: without a sweep, the arm's table in the scenario is it
+            runs[index] = replace(run, description=run.description | {"controller_config": controllers[run.arm]})
     runs.sort(key=lambda run: (run.sweep_index, arms.index(run.arm), run.repetition))
     return metadata, runs

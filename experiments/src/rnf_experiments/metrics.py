@@ -47,8 +47,24 @@ def jain_fairness(throughputs: Sequence[float]) -> float:
     return float(np.sum(values)) ** 2 / denominator if denominator > 0 else math.nan
 
 
+def delay_reference(served_bytes: Array, period_s: float, target_s: float) -> npt.NDArray[np.float64]:
+    """Per period, the queue a delay target asks for: the target times the rate the cell served in the period
+    (served bytes / period), in bytes."""
+    return np.asarray(served_bytes, dtype=np.float64) / period_s * target_s
+
+
+MIN_BAND_BYTES = 3000.0  # two full-size packets: the queue moves by whole SDUs and is sampled once a period
+
+
+def margin_band(reference_bytes: Array, limit_bytes: float) -> npt.NDArray[np.float64]:
+    """Half of min(reference, limit - reference) (paper 000 rule (43) at half the margin, SMVS's default band),
+    at least two full-size packets; half the reference when the queue limit is unknown (NaN)."""
+    reference = np.asarray(reference_bytes, dtype=np.float64)
+    return np.fmax(0.5 * np.fmin(reference, limit_bytes - reference), MIN_BAND_BYTES)
+
+
 def band_membership(queue_bytes: Array, q0_bytes: Array, band_bytes: Array) -> npt.NDArray[np.bool_]:
-    """Per step, whether the queue is inside SMVS's predicted quasi-sliding band: |q - q0| < band."""
+    """Per step, whether the queue is inside the band around its reference: |q - q0| < band."""
     queue, q0, band = (np.asarray(values, dtype=np.float64) for values in (queue_bytes, q0_bytes, band_bytes))
     return np.abs(queue - q0) < band  # NaN band or q0 (not resolved yet) compares False
 

@@ -295,6 +295,49 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_block_after_served_data_counts_and_schedules_only_its_own_bytes() {
+        let mut queue = unlimited();
+        queue.offer(sdu(300, 1)).unwrap();
+        let mut out = Vec::new();
+        queue.transmit(0, 100, Outcome::Received, &mut out);
+        // bytes 100..200 of the stream fail: 100 bytes to resend, not their offsets added up
+        queue.transmit(1, 100, Outcome::Failed { retry_tti: 9 }, &mut out);
+        assert_eq!((queue.retx_bytes(), queue.new_bytes()), (100, 100));
+        assert_eq!((queue.backlog(8), queue.backlog(9)), (100, 200));
+    }
+
+    #[test]
+    fn consecutive_failed_blocks_each_wait_their_own_harq_rtt() {
+        let mut queue = unlimited();
+        queue.offer(sdu(200, 1)).unwrap();
+        let mut out = Vec::new();
+        // adjacent ranges of the stream, failed one TTI apart: the second is not eligible with the first
+        queue.transmit(0, 100, Outcome::Failed { retry_tti: 8 }, &mut out);
+        queue.transmit(1, 100, Outcome::Failed { retry_tti: 9 }, &mut out);
+        assert_eq!((queue.backlog(7), queue.backlog(8), queue.backlog(9)), (0, 100, 200));
+        assert_eq!(queue.transmit(8, 1000, Outcome::Received, &mut out), Served { retx: 100, new: 0 });
+        assert_eq!(queue.transmit(9, 1000, Outcome::Received, &mut out), Served { retx: 100, new: 0 });
+        assert_eq!(tags(&out), [1]);
+    }
+
+    #[test]
+    fn a_resent_block_with_new_data_that_fails_again_resends_only_its_two_ranges() {
+        let mut queue = unlimited();
+        for tag in 1..=3 {
+            queue.offer(sdu(100, tag)).unwrap();
+        }
+        let mut out = Vec::new();
+        queue.transmit(0, 100, Outcome::Failed { retry_tti: 8 }, &mut out); // SDU 1 fails
+        queue.transmit(1, 100, Outcome::Received, &mut out); // SDU 2 arrives, waits for SDU 1
+        // TTI 8: one block of SDU 1 (resent, stream 0..100) and SDU 3 (new, 200..300) fails again; SDU 2's
+        // bytes between them were received and are not sent a third time
+        assert_eq!(queue.transmit(8, 200, Outcome::Failed { retry_tti: 16 }, &mut out), Served { retx: 100, new: 100 });
+        assert_eq!((queue.retx_bytes(), queue.backlog(16)), (200, 200));
+        assert_eq!(queue.transmit(16, 1000, Outcome::Received, &mut out), Served { retx: 200, new: 0 });
+        assert_eq!(tags(&out), [1, 2, 3]);
+    }
+
+    #[test]
     fn a_zero_budget_serves_nothing() {
         let mut queue = unlimited();
         queue.offer(sdu(10, 1)).unwrap();
