@@ -5,8 +5,9 @@ from rnf_proxy.cli import params, proxy
 
 
 def test_params_check_prints_the_band_and_passes_the_defaults():
-    # the default: a delay target of one loop delay; at 20 Mbit/s (2.5 MB/s) and a 30 ms loop q0 = 75000 B,
-    # band = half of min(q0, B_max - q0) = 37500 B = 15 ms of the rate
+    # the default reference is the forecast margin, which only a run measures; until it is known, the loop
+    # delay's worth of the rate: at 20 Mbit/s (2.5 MB/s) and a 30 ms loop q0 = 75000 B, band = half of
+    # min(q0, B_max - q0) = 37500 B = 15 ms of the rate
     args = ["check", "--b-max", "300000", "--rate-mbps", "20", "--variation-period", "0.2", "--loop-ms", "30"]
     result = CliRunner().invoke(params, args)
     assert result.exit_code == 0, result.output
@@ -23,9 +24,11 @@ def test_params_check_in_bytes_prints_the_band_in_time_too():
 
 
 def test_params_check_breaks_rule_43_in_time_units():
-    # a 100 ms target at 20 Mbit/s is q0 = 250000 B of a 300000 B queue: with eps fixed at 2e6 B/s the band,
-    # 2e6 x 0.01 / 0.125 = 160000 B (64 ms), exceeds min(q0, B_max - q0) = 50000 B (20 ms)
+    # a 100 ms target at 20 Mbit/s is q0 = 250000 B of a 300000 B queue: with eps fixed at 2e6 B/s and the
+    # paper's delta*Ts = 0.875 (sgn), the band, 2e6 x 0.01 / 0.125 = 160000 B (64 ms), exceeds min(q0, B_max - q0)
+    # = 50000 B (20 ms)
     args = ["check", "--b-max", "300000", "--target-ms", "100", "--eps", "2000000", "--rate-mbps", "20"]
+    args += ["--switching", "sign"]
     result = CliRunner().invoke(params, args)
     assert result.exit_code == 1
     assert "FAIL band < min(q0, B_max - q0) (43): band 160000 B (64.0 ms) vs margin 50000 B (20.0 ms)" in result.output

@@ -64,7 +64,7 @@ def test_a_delay_target_is_checked_at_the_given_rate_in_bytes():
     report = check(delay_target(0.02), b_bar=2_500_000)
     assert report.q0 == pytest.approx(50_000) and report.band == pytest.approx(25_000)
     assert report.ok
-    # the default target is the loop delay: 30 ms of 2.5 MB/s
+    # by default, before the forecast margin is known, the reference is the loop delay: 30 ms of 2.5 MB/s
     assert check(delay_target(0.0), b_bar=2_500_000, loop_s=0.03).q0 == pytest.approx(75_000)
     # the drain rule in the same units: Ts = 0.01 s against B_max/b_bar = 300000 / 2.5e6 = 0.12 s
     assert verdicts(report)["Ts < B_max/b_bar"] is True

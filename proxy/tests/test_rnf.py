@@ -6,9 +6,15 @@ from rnf_proxy.control import Mode, RanSample, Tick
 from rnf_proxy.rnf import Rnf, RnfConfig
 
 TS = 0.01
-# the paper's laws: q_ref in bytes, feedback every second, one period's rate, no guard
+# the paper's laws: q_ref in bytes, feedback every second, one period's served rate, no guard
 CONFIG = RnfConfig(
-    q_ref_bytes=50_000, tau_s=0.04, feedback_period_s=1.0, smooth_rate=False, overflow_guard=False, ts_s=TS
+    q_ref_bytes=50_000,
+    tau_s=0.04,
+    feedback_period_s=1.0,
+    smooth_rate=False,
+    overflow_guard=False,
+    channel_rate=False,
+    ts_s=TS,
 )
 
 
@@ -105,3 +111,20 @@ def test_the_guard_keeps_the_window_under_the_reported_limit():
     rnf = Rnf(CONFIG.model_copy(update={"overflow_guard": True}))
     # w = 2.5e6 * 0.04 + 50000 = 150000; B_max 100000 less 0.04 x 100000 + 3000: 93000
     assert rnf.update(report(50_000, 2_500_000, limit=100_000), now=0.0).limit == 93_000
+
+
+def test_the_queue_an_outage_held_does_not_correct_the_window_after_it():
+    # the default feedback period, 2 tau = 80 ms; the paper's q_ref and rate otherwise
+    rnf = Rnf(CONFIG.model_copy(update={"feedback_period_s": None}))
+    assert rnf.update(report(50_000, 1_250_000), now=0.0).limit == 100_000  # b tau + q_ref; feedback due at 80 ms
+    for k in range(1, 5):
+        rnf.update(report(50_000, 1_250_000), now=k * TS)
+    rnf.update(report(150_000, 1_250_000), now=5 * TS)  # the link stops: the window's bytes pile up
+    rnf.update(report(150_000, 0, outage=True), now=6 * TS)
+    rnf.update(report(150_000, 0, outage=True), now=7 * TS)
+    # back at 80 ms: the average (2) restarts after the outage and its first correction comes a whole period later;
+    # counting the 150000 B from before it would take (5 x 50000 + 150000 + 50000) / 7 - 50000 = 14286 B off
+    assert rnf.update(report(50_000, 1_250_000), now=8 * TS).limit == 100_000
+    for k in range(9, 17):
+        decision = rnf.update(report(50_000, 1_250_000), now=k * TS)
+    assert decision.limit == 100_000  # at 160 ms: the average since the outage is q_ref, nothing to correct

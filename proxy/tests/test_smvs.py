@@ -9,17 +9,29 @@ from rnf_proxy.feedback import step_many
 from rnf_proxy.smvs import Smvs, SmvsBank, SmvsConfig, SmvsParams, resolve
 
 TS = 0.01
-# delta*Ts = 0.5, eps*Ts = 1000 B, band = 1000 / 0.5 = 2000 B; alpha = 0.5 keeps the arithmetic short.
-HAND = SmvsConfig(ts_s=TS, q0_bytes=10_000, b_max_bytes=20_000, delta=50, eps=100_000, alpha=0.5, d=1)
+# The paper's law, sgn(S) and the served rate: delta*Ts = 0.5, eps*Ts = 1000 B, band = 1000 / 0.5 = 2000 B;
+# alpha = 0.5 keeps the arithmetic short.
+HAND = SmvsConfig(
+    ts_s=TS,
+    q0_bytes=10_000,
+    b_max_bytes=20_000,
+    delta=50,
+    eps=100_000,
+    alpha=0.5,
+    d=1,
+    switching="sign",
+    channel_rate=False,
+)
 
 
-def report(queue, served, outage=False, limit=0):
-    return RanSample(queue=queue, served=served, period_s=TS, outage=outage, queue_limit=limit)
+def report(queue, served, outage=False, limit=0, cqi=float("nan")):
+    return RanSample(queue=queue, served=served, period_s=TS, outage=outage, queue_limit=limit, cqi=cqi)
 
 
 @dataclass
 class PlantRun:
     queues: list[float]
+    quotas: list[int]
     d: int
     in_band: float  # steps with |q - q0| < band, after the first second
     swing: float  # max - min of the queue over the last second
@@ -45,7 +57,9 @@ def run_plant(config, loop, rate=lambda k: 750_000, b_max=100_000, steps=600, mi
         queues.append(queue)
         inside.append(abs(queue - state.q0) < state.band)
     tail = queues[-100:]
-    return PlantRun(queues, smvs.d, sum(inside[100:]) / len(inside[100:]), max(tail) - min(tail), drops)
+    return PlantRun(
+        queues, released[loop:], smvs.d, sum(inside[100:]) / len(inside[100:]), max(tail) - min(tail), drops
+    )
 
 
 def test_three_steps_match_the_hand_computation():
@@ -81,7 +95,7 @@ def test_band_is_computed_from_the_formula_not_copied_from_the_paper():
 
 
 def test_byte_reference_defaults_follow_the_paper_rules_from_the_reported_queue_limit():
-    paper = SmvsConfig(q0_bytes=150_000)
+    paper = SmvsConfig(q0_bytes=150_000, switching="sign")
     assert resolve(paper) is None  # eps needs B_max, unknown until telemetry reports it
     params = resolve(paper, reported_b_max=300_000)
     assert params.q0 == 150_000 and params.target_s is None
@@ -158,11 +172,22 @@ def test_the_loop_delay_is_measured_and_the_limit_cycle_of_the_rtt_rule_is_gone(
     # virtual cell's loop with 20 ms of backhaul); 6 Mbit/s constant, B_max 100 kB, q0 50 kB
     measured = run_plant(SmvsConfig(q0_bytes=50_000), loop=3)
     assert measured.d == 2  # quotas in flight: the loop delay less the one in this period's arrivals
-    paper = run_plant(SmvsConfig(q0_bytes=50_000, loop_delay="rtt"), loop=3)
+    paper = run_plant(SmvsConfig(q0_bytes=50_000, loop_delay="rtt", switching="sign"), loop=3)
     assert paper.d == 3  # ceil(41 ms / 2 / 10 ms): 2d = 6 quotas counted, 4 of them already in q(k)
     band = 25_000  # half of min(q0, B_max - q0)
     assert paper.swing > band  # the limit cycle: the predictor counts arrived quotas twice
     assert measured.swing < band / 4 and measured.in_band == 1.0 and measured.drops == 0
+
+
+@pytest.mark.parametrize("loop", [2, 3, 4, 6])
+def test_the_loop_delay_is_learnt_from_smooth_quotas(loop):
+    # without chatter the quota follows the rate smoothly; its changes, the rate's noise (+-30 % per period
+    # here), still carry the loop delay. The RTT says 11 ms (a first guess of 2 steps); the plant's loop is `loop`
+    rng = random.Random(loop)
+    rates = [750_000 * (0.7 + 0.6 * rng.random()) for _ in range(1_500)]
+    result = run_plant(SmvsConfig(q0_bytes=50_000), loop=loop, rate=lambda k: rates[k], steps=1_500, min_rtt=0.011)
+    assert result.d == loop - 1
+    assert result.in_band == 1.0 and result.drops == 0
 
 
 def test_a_tenfold_rate_drop_is_drained_to_target_plus_band_within_the_derived_bound():
@@ -178,6 +203,85 @@ def test_a_tenfold_rate_drop_is_drained_to_target_plus_band_within_the_derived_b
     after = result.queues[400 + bound_steps :]
     assert max(after) <= 7_500
     assert max(result.queues[400 : 400 + bound_steps // 2]) > 7_500  # the bound is not vacuous
+
+
+def test_the_boundary_layer_step_matches_the_hand_computation():
+    smvs = Smvs(HAND.model_copy(update={"switching": "saturated", "delta": 25}))
+    # delta*Ts = 0.25: phi = (eta_2 + eps*Ts) / (1/2 - 0.25), the layer in which the gain on S is 1/2
+    # k=1: eta_2 = 0, phi = 1000 / 0.25 = 4000; S = -10000 is beyond it, sgn = -1
+    # w = 0 + 0 - 0.25*(-10000) + 1000 = 3500
+    assert smvs.update(report(0, 0), now=0.0).limit == 3500
+    # k=2: b = 200000, b_bar = 100000, eta = 1000 -> eta_1 = eta_2 = 500; phi = 1500 / 0.25 = 6000
+    # S = 4000 - 10000 - 2*1000 + 3500 = -4500, inside: -4500 / 6000 = -0.75
+    # the feed-forward is b_bar*Ts without eta_1: w = 1000 - 0.25*(-4500) - 1500*(-0.75) = 1000 + 1125 + 1125
+    assert smvs.update(report(4_000, 2_000), now=TS).limit == 3250
+    assert smvs.state().s == pytest.approx(-4_500)
+
+
+def test_the_default_law_has_no_chatter_at_a_constant_rate():
+    # 6 Mbit/s constant (7500 B per step), loop 3 steps: settled, the quota is the rate, b Ts, every step
+    # (S = 0 leaves only b_bar Ts + eta_1); the paper's sgn keeps switching its full amplitude around it
+    saturated = run_plant(SmvsConfig(q0_bytes=50_000), loop=3)
+    paper = run_plant(SmvsConfig(q0_bytes=50_000, switching="sign"), loop=3)
+    assert max(saturated.quotas[-100:]) - min(saturated.quotas[-100:]) <= 2
+    assert max(paper.quotas[-100:]) - min(paper.quotas[-100:]) > 7_500
+    assert saturated.in_band == 1.0 and saturated.drops == 0
+
+
+def test_the_boundary_layer_stays_stable_when_the_loop_delay_is_off_by_a_step():
+    # quotas reach the queue 4 steps after their decision, but d = 1 counts 2 in flight where 3 are: the gain
+    # of 1/2 inside the layer keeps the loop stable for a delay off by one step (it would be up to 2/3); the
+    # paper's delta*Ts = 0.875 with sgn does not (a limit cycle)
+    saturated = run_plant(SmvsConfig(q0_bytes=50_000, loop_delay="rtt", d=1), loop=4)
+    paper = run_plant(SmvsConfig(q0_bytes=50_000, loop_delay="rtt", d=1, switching="sign"), loop=4)
+    band = 25_000
+    assert saturated.swing < band / 10 and saturated.in_band == 1.0
+    assert paper.swing > band / 2
+
+
+def test_a_starved_period_is_served_at_the_rate_the_cqi_offers():
+    config = SmvsConfig(q0_bytes=50_000, b_max_bytes=300_000)
+    learnt, censored = Smvs(config), Smvs(config.model_copy(update={"channel_rate": False}))
+    for smvs in (learnt, censored):
+        for k in range(10):  # backlogged at CQI 7 (1.4766 bit/RE): 2500 B per period, 250 kB/s
+            smvs.update(report(20_000, 2_500, cqi=7.0), now=k * TS)
+        # the queue ran empty (it served the 1000 B that arrived) while the CQI rose to 15 (5.5547 bit/RE)
+        smvs.update(report(0, 1_000, cqi=15.0), now=10 * TS)
+    assert learnt.state().b == pytest.approx(250_000 / 1.4766 * 5.5547)
+    assert censored.state().b == pytest.approx(100_000)
+    # a fractional mean CQI lies between the table's rows: 7.5 -> (1.4766 + 1.9141) / 2
+    learnt.update(report(0, 1_000, cqi=7.5), now=11 * TS)
+    assert learnt.state().b == pytest.approx(250_000 / 1.4766 * (1.4766 + 1.9141) / 2)
+
+
+def test_the_default_reference_is_the_98th_percentile_of_the_forecast_error_over_the_loop():
+    # d = 1 with the RTT rule: 2 quotas in flight, a loop of L = 3 steps. The law counts on L b_bar Ts per loop;
+    # at a constant 2500 B per period every error is 0, until one period serves 10000 B: the three loops that
+    # hold it served 15000 B against the 7500 B counted on three steps earlier.
+    smvs = Smvs(SmvsConfig(loop_delay="rtt", d=1, b_max_bytes=300_000))
+    for k in range(60):
+        smvs.update(report(20_000, 2_500), now=k * TS)
+    # errors from step 4 on (the first forecast is step 1's): 57 of them, all 0; the reference is the floor
+    assert smvs.state().q0 == 3_000
+    for k, served in zip(range(60, 63), (10_000, 2_500, 2_500), strict=True):
+        smvs.update(report(20_000, served), now=k * TS)
+    # 60 errors: 57 zeros and three of 7500 B; the 98th percentile is the ceil(0.02 x 60) = 2nd largest
+    assert smvs.state().q0 == pytest.approx(7_500)
+
+
+def test_at_the_start_a_starved_queue_doubles_the_rate_per_loop_delay():
+    # no period backlogged yet, so no rate per unit of CQI efficiency: an empty queue that served all 1000 B
+    # that arrived says the link could carry more. No RTT yet: the loop is 1 + d = 2 steps, 2^(1/2) per step.
+    smvs = Smvs(SmvsConfig(q0_bytes=50_000, b_max_bytes=300_000))
+    rates = []
+    for k in range(4):
+        smvs.update(report(0, 1_000), now=k * TS)
+        rates.append(smvs.state().b)
+    assert rates == pytest.approx([100_000, 100_000 * 2**0.5, 200_000, 200_000 * 2**0.5])
+    # once the queue held data for a whole period, the served rate is the link's again
+    smvs.update(report(5_000, 1_000), now=4 * TS)
+    smvs.update(report(5_000, 1_000), now=5 * TS)
+    assert smvs.state().b == pytest.approx(100_000)
 
 
 def test_outage_freezes_the_average_and_releases_nothing_then_resumes_at_once():

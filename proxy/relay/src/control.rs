@@ -8,7 +8,8 @@
 //! Reports are stepped in order, so a UE reported twice in one burst is stepped twice.
 
 /// One UE's telemetry period: the bank row, then bytes, seconds, 1.0 for a flagged outage, the bytes dropped
-/// at the tail of the queue and the queue limit the eNB reports (bytes, 0 when none).
+/// at the tail of the queue, the queue limit the eNB reports (bytes, 0 when none) and the period's mean
+/// wideband CQI (NaN when none was reported).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct Report {
@@ -19,6 +20,7 @@ pub struct Report {
     pub flagged: f64,
     pub dropped: f64,
     pub limit: f64,
+    pub cqi: f64,
 }
 
 /// The decision of one step: `limit` bytes (-1: no parameters yet), the step number, the step's length
@@ -47,6 +49,13 @@ pub struct CommonColumns {
     b: *mut f64,
     s: *mut f64,
     outage: *mut bool,
+    per_efficiency: *mut f64,
+    cqi: *mut f64,
+    services: *mut f64,    // capacity x FORECAST_RING: b(k) Ts, slot k mod FORECAST_RING
+    forecasts: *mut f64,   // capacity x FORECAST_RING: the service over the loop forecast at step k
+    errors: *mut f64,      // capacity x ERROR_HORIZON: what the loop served beyond its forecast, a ring
+    error_count: *mut i64, // errors recorded
+    margin: *mut f64,      // the ERROR_QUANTILE of the errors, bytes (NaN before the first)
 }
 
 #[repr(C)]
@@ -62,9 +71,10 @@ pub struct SmvsColumns {
     quotas: *mut f64, // capacity x QUOTA_HISTORY, slot k mod QUOTA_HISTORY holds w(k)
     d: *mut i64,
     lag_cov: *mut f64, // capacity x LAGS: covariance of w(k - lag) with the arrivals a(k), lag = 1..=LAGS
-    means: *mut f64,   // capacity x 2: running means of w and of a
+    means: *mut f64,   // capacity x 3: running means of the changes of w and of a, and the last a
     loop_steps: *mut i64,
     b_fast: *mut f64,
+    rate_errors: *mut f64, // capacity x 2: mean squared one-step errors of b_bar and of b_fast
 }
 
 #[repr(C)]
@@ -77,9 +87,11 @@ pub struct SmvsParams {
     pub block: i64,
     pub blocks: i64,
     pub loop_measured: i64, // 1: the quotas in flight are the measured loop delay less one; 0: 2d (paper)
-    pub target: f64,        // delay target, s: q0 = target x rate; 0: the loop delay; NaN: q0 in bytes (column)
+    pub target: f64,        // delay target, s: q0 = target x rate; 0: the forecast margin; NaN: q0 in bytes
     pub band_fraction: f64, // in target mode, eps from the band rule (43) at this fraction; NaN: eps fixed
     pub guard: i64,         // 1: w never takes queue + in flight past B_max less the margin
+    pub saturate: i64,      // 1: sgn(S) saturates in a boundary layer (no chatter); 0: sgn (paper)
+    pub channel_rate: i64,  // 1: a period that ends with an empty queue is served at the CQI's rate
 }
 
 #[repr(C)]
@@ -95,14 +107,15 @@ pub struct RnfColumns {
 
 #[repr(C)]
 pub struct RnfParams {
-    pub q_ref: f64,  // bytes; NaN: from the delay target
-    pub target: f64, // delay target, s: q_ref = target x rate; 0: the loop delay, min RTT / 2 + Ts
-    pub tau: f64,    // configured proxy-UE RTT, or NaN: the measured minimum RTT
+    pub q_ref: f64,           // bytes; NaN: from the delay target
+    pub target: f64,          // delay target, s: q_ref = target x rate; 0: the forecast margin
+    pub tau: f64,             // configured proxy-UE RTT, or NaN: the measured minimum RTT
     pub feedback_period: f64, // s; NaN: 2 tau, at least FEEDBACK_MIN_PERIODS periods
     pub rate_change: f64,
     pub min_window: f64,
-    pub smooth_rate: i64,     // 1: b is the served rate averaged over tau; 0: one period's (paper)
-    pub guard: i64,           // 1: the window never exceeds B_max less the margin
+    pub smooth_rate: i64,  // 1: b is the served rate averaged over tau; 0: one period's (paper)
+    pub guard: i64,        // 1: the window never exceeds B_max less the margin
+    pub channel_rate: i64, // 1: a period that ends with an empty queue is served at the CQI's rate
 }
 
 /// Why a step was refused; nothing was stepped then.
@@ -128,13 +141,51 @@ const LAG_WARMUP: i64 = 20;
 /// Weight of a new period in the fast rate estimate that converts a delay target to bytes: a 10x rate drop is
 /// within 2x after 3 periods (0.1 + 0.9 x 0.5^3 = 0.21).
 const FAST_ALPHA: f64 = 0.5;
+/// Memory of the rate estimates' squared errors: a time constant of 100 steps (1 s at 10 ms).
+const RATE_ERROR_MEMORY: f64 = 0.99;
 /// The smallest reference, bytes: two full-size packets, so that a rate estimate near 0 (the start, a
 /// starved period) still asks for data to wait, and the served rate can show the link's rate again.
 pub const MIN_REFERENCE: f64 = 3000.0;
+/// The narrowest band, bytes, whatever the reference: the queue moves by whole SDUs and is sampled once a
+/// period, so a packet arriving just before or just after the period's end moves it by up to two full-size
+/// packets.
+const MIN_BAND: f64 = 3000.0;
 /// The overflow guard keeps this much of B_max free: IP and TCP headers the quotas do not count (52 B per
 /// 1448 B segment, 3.6 %, rounded up to 4 %) and two 1500-byte packets of rounding.
 pub fn guard_margin(b_max: f64) -> f64 {
     0.04 * b_max + 3000.0
+}
+/// Spectral efficiency (bits per resource element) of each wideband CQI, 3GPP TS 36.213 Table 7.2.3-1 (the
+/// 4-bit table of QPSK to 64QAM); CQI 0 is out of range.
+const CQI_EFFICIENCY: [f64; 16] = [
+    0.0, 0.1523, 0.2344, 0.3770, 0.6016, 0.8770, 1.1758, 1.4766, 1.9141, 2.4063, 2.7305, 3.3223, 3.9023, 4.5234,
+    5.1152, 5.5547,
+];
+/// Steps of service and forecasts kept: a loop delay of up to 99 steps.
+pub const FORECAST_RING: usize = 100;
+/// Steps over which the forecast errors are kept: 2.56 s at 10 ms, a few of a channel's ups and downs.
+pub const ERROR_HORIZON: usize = 256;
+/// Forecast errors needed before the margin is the reference: half a second at 10 ms.
+const FORECAST_WARMUP: i64 = 50;
+/// The margin covers the forecast error 49 times out of 50.
+const ERROR_QUANTILE: f64 = 0.98;
+/// The largest rank `upper_quantile` looks for: ceil(0.02 x 256) = 6.
+const TOP_MAX: usize = 6;
+/// Weight of the last estimate of the bytes per second per unit of efficiency (10 backlogged periods): it
+/// follows the UE's share of the cell's resource blocks as other UEs come and go.
+const PER_EFFICIENCY_MEMORY: f64 = 0.9;
+
+/// The efficiency of a mean CQI, between the table's rows for a fractional mean; NaN for none.
+pub fn cqi_efficiency(cqi: f64) -> f64 {
+    if cqi.is_nan() || cqi < 0.0 {
+        return f64::NAN;
+    }
+    let top = (CQI_EFFICIENCY.len() - 1) as f64;
+    let clamped = cqi.min(top);
+    let low = clamped.floor() as usize;
+    let high = (low + 1).min(CQI_EFFICIENCY.len() - 1);
+    let fraction = clamped - low as f64;
+    CQI_EFFICIENCY[low] + fraction * (CQI_EFFICIENCY[high] - CQI_EFFICIENCY[low])
 }
 /// RNF's feedback acts at most this often, in telemetry periods (its own effect must reach the queue first).
 const FEEDBACK_MIN_PERIODS: f64 = 4.0;
@@ -151,6 +202,13 @@ struct Common<'a> {
     b: &'a mut [f64],
     s: &'a mut [f64],
     outage: &'a mut [bool],
+    per_efficiency: &'a mut [f64],
+    cqi: &'a mut [f64],
+    services: &'a mut [f64],
+    forecasts: &'a mut [f64],
+    errors: &'a mut [f64],
+    error_count: &'a mut [i64],
+    margin: &'a mut [f64],
 }
 
 /// # Safety
@@ -177,20 +235,116 @@ impl Common<'_> {
                 b: slice(columns.b, capacity),
                 s: slice(columns.s, capacity),
                 outage: slice(columns.outage, capacity),
+                per_efficiency: slice(columns.per_efficiency, capacity),
+                cqi: slice(columns.cqi, capacity),
+                services: slice(columns.services, capacity * FORECAST_RING),
+                forecasts: slice(columns.forecasts, capacity * FORECAST_RING),
+                errors: slice(columns.errors, capacity * ERROR_HORIZON),
+                error_count: slice(columns.error_count, capacity),
+                margin: slice(columns.margin, capacity),
             }
         }
     }
 
-    /// What every law does first: the report's time, the outage test, the step count. Returns (outage, k).
-    fn begin(&mut self, row: usize, report: &Report, now: f64) -> (bool, i64) {
+    /// What every law does first: the report's time, the outage test, the step count, the channel's rate.
+    /// Returns (outage, k, b(k)): b(k) is the served rate, or with `channel_rate`, when the period ended with
+    /// an empty queue (it served what arrived, less than the link could carry), the larger of the served rate
+    /// and the rate the UE's CQI offers.
+    /// Until the rate per unit of efficiency is known (no period backlogged yet: the start), a starved period
+    /// counts as served at 2^(1/loop_steps) times the last step's rate: the rate doubles per loop delay, as in
+    /// TCP's slow start, until the queue holds data for a whole period.
+    fn begin(
+        &mut self,
+        row: usize,
+        report: &Report,
+        now: f64,
+        channel_rate: bool,
+        loop_steps: i64,
+    ) -> (bool, i64, f64) {
         self.last_report[row] = now;
         self.in_fallback[row] = false;
         // flagged, or nothing served for a whole period while data was already waiting
         let down = report.flagged != 0.0 || (report.served == 0.0 && report.queue > 0.0 && self.prev_queue[row] > 0.0);
+        let backlogged = report.queue > 0.0 && self.prev_queue[row] > 0.0;
         self.prev_queue[row] = report.queue;
         self.steps[row] += 1;
-        (down, self.steps[row])
+        let served = rate(report);
+        if !report.cqi.is_nan() {
+            self.cqi[row] = report.cqi; // a period without a CQI report keeps the last one
+        }
+        let efficiency = cqi_efficiency(self.cqi[row]);
+        if down {
+            return (down, self.steps[row], served);
+        }
+        // bytes/s per bit per resource element: the UE's resource blocks and the overheads, learnt while the
+        // queue stayed backlogged all period long, when the served rate is the link's
+        let known = self.per_efficiency[row];
+        if backlogged && efficiency > 0.0 {
+            let sample = served / efficiency;
+            self.per_efficiency[row] = if known.is_nan() {
+                sample
+            } else {
+                PER_EFFICIENCY_MEMORY * known + (1.0 - PER_EFFICIENCY_MEMORY) * sample
+            };
+        }
+        let starved = report.queue == 0.0;
+        let b = if !channel_rate || !starved {
+            served
+        } else if !known.is_nan() {
+            served.max(known * efficiency.max(0.0))
+        } else {
+            served.max(self.b[row] * 2f64.powf(1.0 / loop_steps.max(1) as f64))
+        };
+        (down, self.steps[row], b)
     }
+
+    /// The forecast margin, bytes: how much more than forecast the link served over one loop delay, the
+    /// ERROR_QUANTILE of the last ERROR_HORIZON steps. `service` is this period's b(k) Ts, `forecast` what the law
+    /// expects the next `loop_steps` periods to serve, `loop_steps` the loop delay. Outage steps are left out.
+    fn forecast_margin(&mut self, row: usize, k: i64, service: f64, forecast: f64, loop_steps: i64) -> f64 {
+        let ring = |step: i64| row * FORECAST_RING + step.rem_euclid(FORECAST_RING as i64) as usize;
+        self.services[ring(k)] = service;
+        let span = loop_steps.clamp(1, FORECAST_RING as i64 - 1);
+        if k > span {
+            let made = self.forecasts[ring(k - span)];
+            if !made.is_nan() {
+                let served: f64 = (0..span).map(|age| self.services[ring(k - age)]).sum();
+                let error = served - made;
+                let count = self.error_count[row];
+                let slot = row * ERROR_HORIZON + (count as usize) % ERROR_HORIZON;
+                let full = count >= ERROR_HORIZON as i64;
+                let evicted = if full { self.errors[slot] } else { f64::NAN };
+                self.errors[slot] = error;
+                self.error_count[row] = count + 1;
+                // the quantile only moves if the new error or the one it replaces is at or above it
+                let quantile = self.margin[row];
+                if !full || quantile.is_nan() || error >= quantile || evicted >= quantile {
+                    let filled = (count + 1).min(ERROR_HORIZON as i64) as usize;
+                    let errors = &self.errors[row * ERROR_HORIZON..row * ERROR_HORIZON + filled];
+                    self.margin[row] = upper_quantile(errors, ERROR_QUANTILE);
+                }
+            }
+        }
+        self.forecasts[ring(k)] = forecast;
+        self.margin[row].max(0.0)
+    }
+}
+
+/// The q-quantile of `values` from above: the ceil((1 - q) n)-th largest, found in one pass (a few values).
+fn upper_quantile(values: &[f64], q: f64) -> f64 {
+    let rank = (((1.0 - q) * values.len() as f64).ceil() as usize).clamp(1, TOP_MAX);
+    let mut top = [f64::NEG_INFINITY; TOP_MAX];
+    for &value in values {
+        if value > top[rank - 1] {
+            let mut at = rank - 1;
+            while at > 0 && top[at - 1] < value {
+                top[at] = top[at - 1];
+                at -= 1;
+            }
+            top[at] = value;
+        }
+    }
+    top[rank - 1]
 }
 
 /// b(k), bytes/s.
@@ -207,6 +361,25 @@ fn sign(value: f64) -> f64 {
     } else {
         0.0
     }
+}
+
+/// The law's whole gain on S inside the boundary layer: each step takes half of the predicted error away. The
+/// loop S(k+1) = (1 - G) S(k) + noise is deadbeat at G = 1, but then unstable if the loop delay is off by a
+/// single step; it stays stable for a delay off by one step either way up to G = 2/3, and at G = 1/2 for two
+/// steps too late (the release's spread over the step and the kernel's smoothing make the delay fractional).
+pub const LAYER_GAIN: f64 = 0.5;
+
+/// sgn(S) in a boundary layer: S / phi within |S| < phi, its sign beyond, with phi such that delta Ts plus the
+/// switching term's slope inside the layer is LAYER_GAIN. With sgn itself every small S gets the full switching
+/// amplitude, the total gain exceeds 1 and the quota alternates between 0 and twice the rate (chatter). Beyond
+/// the layer the reaching law is the paper's. With delta Ts >= LAYER_GAIN the linear term alone has that gain
+/// or more, and phi is infinite: no switching term.
+fn saturated(s: f64, switching: f64, delta_ts: f64) -> f64 {
+    if delta_ts >= LAYER_GAIN {
+        return 0.0;
+    }
+    let phi = switching / (LAYER_GAIN - delta_ts);
+    if phi > 0.0 { (s / phi).clamp(-1.0, 1.0) } else { sign(s) }
 }
 
 /// Bank rows of a burst, each checked against the capacity; None if any is out of range.
@@ -251,12 +424,13 @@ pub fn smvs_step(
         )
     };
     // SAFETY: as above.
-    let (lag_cov, means, loop_steps, b_fast) = unsafe {
+    let (lag_cov, means, loop_steps, b_fast, rate_errors) = unsafe {
         (
             slice(columns.lag_cov, capacity * LAGS),
-            slice(columns.means, capacity * 2),
+            slice(columns.means, capacity * 3),
             slice(columns.loop_steps, capacity),
             slice(columns.b_fast, capacity),
+            slice(columns.rate_errors, capacity * 2),
         )
     };
     let (ts, alpha, gamma, delta) = (params.ts, params.alpha, params.gamma, params.delta);
@@ -269,12 +443,13 @@ pub fn smvs_step(
             b_max[row] = report.limit; // not configured: the limit the eNB reports, for the guard
         }
         let previous_queue = common.prev_queue[row];
-        let (down, k) = common.begin(row, report, now);
+        let start_loop = if loop_steps[row] > 0 { loop_steps[row] } else { 1 + derived_d(common.min_rtt[row], ts) };
+        let (down, k, b) = common.begin(row, report, now, params.channel_rate != 0, start_loop);
         // what reached the queue during the period, against the quotas released before: the loop delay
         let arrived = (report.queue - previous_queue + report.served + report.dropped).max(0.0);
         let lag = learn_loop(
             &mut lag_cov[row * LAGS..(row + 1) * LAGS],
-            &mut means[row * 2..row * 2 + 2],
+            &mut means[row * 3..row * 3 + 3],
             history,
             k,
             arrived,
@@ -282,8 +457,13 @@ pub fn smvs_step(
         if let Some(lag) = lag {
             loop_steps[row] = lag;
         }
-        let b = rate(report);
         let old = b_bar_column[row];
+        let errors = &mut rate_errors[row * 2..row * 2 + 2];
+        if !down && !old.is_nan() && !b_fast[row].is_nan() {
+            // how well each average foretold this period: the law uses the one that has lately done better
+            errors[0] = RATE_ERROR_MEMORY * errors[0] + (1.0 - RATE_ERROR_MEMORY) * (b - old).powi(2);
+            errors[1] = RATE_ERROR_MEMORY * errors[1] + (1.0 - RATE_ERROR_MEMORY) * (b - b_fast[row]).powi(2);
+        }
         let b_bar = if down {
             old
         } else if old.is_nan() {
@@ -328,12 +508,30 @@ pub fn smvs_step(
             (2 * d, d)
         };
         d_column[row] = d;
+        // the rate the law counts on: b_bar (eq. 19); with the boundary layer, b_bar or the fast average,
+        // whichever has foretold the served rate better over the last second (a rate that steps: the fast one,
+        // which follows a step within three periods; a bursty one: b_bar, which does not chase each burst)
+        let b_bar =
+            if params.saturate != 0 && !b_fast[row].is_nan() && errors[1] < errors[0] { b_fast[row] } else { b_bar };
         let b_bar0 = if b_bar.is_nan() { 0.0 } else { b_bar };
+        // what the loop served beyond what the law counted on (L b_bar Ts), its 98th percentile over 2.56 s
+        let margin = if down {
+            common.margin[row].max(0.0)
+        } else {
+            common.forecast_margin(row, k, b * ts, (in_flight + 1) as f64 * b_bar0 * ts, in_flight + 1)
+        };
         if !params.target.is_nan() {
-            // a delay target: the queue holds target seconds of the rate, whatever the rate
-            let target = if params.target > 0.0 { params.target } else { (in_flight + 1) as f64 * ts };
+            // a delay target: the queue holds target seconds of the rate, whatever the rate; by default (0) the
+            // forecast margin, the loop delay's worth of the rate until the margin has FORECAST_WARMUP errors
             let fast = if b_fast[row].is_nan() { 0.0 } else { b_fast[row] };
-            let mut reference = (target * fast.min(b_bar0)).max(MIN_REFERENCE);
+            let mut reference = if params.target > 0.0 {
+                params.target * fast.min(b_bar0)
+            } else if common.error_count[row] >= FORECAST_WARMUP {
+                margin
+            } else {
+                (in_flight + 1) as f64 * ts * fast.min(b_bar0)
+            }
+            .max(MIN_REFERENCE);
             if !b_max[row].is_nan() {
                 // keep q0 + band under the guarded limit: the band is at most q0/2 (rule 43 at half the margin)
                 reference = reference.min((b_max[row] - guard_margin(b_max[row])) / 1.5).max(0.0);
@@ -341,13 +539,20 @@ pub fn smvs_step(
             q0[row] = reference;
             if !params.band_fraction.is_nan() {
                 let margin = if b_max[row].is_nan() { reference } else { reference.min(b_max[row] - reference) };
-                eps[row] = params.band_fraction * margin * (1.0 - delta * ts) / ts;
+                let band = (params.band_fraction * margin).max(MIN_BAND);
+                eps[row] = band * (1.0 - delta * ts) / ts;
             }
         }
-        let past: f64 =
-            (1..=in_flight).map(|age| history[(k - age).rem_euclid(QUOTA_HISTORY as i64) as usize]).sum();
+        let past: f64 = (1..=in_flight).map(|age| history[(k - age).rem_euclid(QUOTA_HISTORY as i64) as usize]).sum();
         let s = report.queue - q0[row] - in_flight as f64 * b_bar0 * ts + gamma * past; // S(k), eq. (34)
-        let law = (b_bar0 * ts + eta_1 - delta * ts * s - (eta_2 + eps[row] * ts) * sign(s)) / gamma; // eq. (36)
+        let switching = eta_2 + eps[row] * ts;
+        // with the boundary layer the feed-forward is b_bar Ts alone: eta_1, the midrange of eta over the
+        // horizon, is biased for a whole horizon after every change of the rate (below after a fall, when the
+        // queue must be ready for the rate to come back; above after a rise), and the layer's linear gain would
+        // turn that into an offset of the queue of eta_1 / LAYER_GAIN
+        let (sgn, center) =
+            if params.saturate != 0 { (saturated(s, switching, delta * ts), 0.0) } else { (sign(s), eta_1) };
+        let law = (b_bar0 * ts + center - delta * ts * s - switching * sgn) / gamma; // eq. (36)
         let mut w = if law.is_nan() {
             law // q0 not resolved yet: no decision
         } else if down {
@@ -377,16 +582,23 @@ pub fn smvs_step(
 }
 
 /// The loop delay, in steps from a quota's step to the report whose arrivals hold it: the lag of the largest
-/// covariance between past quotas and this period's arrivals, if it stands out (see LAG_UNIQUE). `history`
-/// holds w(k - 1) and before; `k` is this step.
+/// covariance between the changes of past quotas and the change of this period's arrivals, if it stands out
+/// (see LAG_UNIQUE). Changes, not levels: settled, the quota follows the rate and moves slowly, so its levels
+/// covary with the arrivals at every lag alike; its changes are nearly uncorrelated from step to step (the
+/// rate's noise), and their covariance with the arrivals' changes peaks at the lag that carries them.
+/// `history` holds w(k - 1) and before; `k` is this step; `means` holds the running means of the changes and
+/// the last period's arrivals.
 fn learn_loop(cov: &mut [f64], means: &mut [f64], history: &[f64], k: i64, arrived: f64) -> Option<i64> {
     let quota = |age: usize| history[(k - age as i64).rem_euclid(QUOTA_HISTORY as i64) as usize];
-    let (mean_w, mean_a) = (means[0], means[1]);
+    let change = |age: usize| quota(age) - quota(age + 1);
+    let (mean_w, mean_a, last_arrived) = (means[0], means[1], means[2]);
+    let arrived_change = arrived - last_arrived;
     for (index, value) in cov.iter_mut().enumerate() {
-        *value = LAG_MEMORY * *value + (1.0 - LAG_MEMORY) * (quota(index + 1) - mean_w) * (arrived - mean_a);
+        *value = LAG_MEMORY * *value + (1.0 - LAG_MEMORY) * (change(index + 1) - mean_w) * (arrived_change - mean_a);
     }
-    means[0] = LAG_MEMORY * mean_w + (1.0 - LAG_MEMORY) * quota(1);
-    means[1] = LAG_MEMORY * mean_a + (1.0 - LAG_MEMORY) * arrived;
+    means[0] = LAG_MEMORY * mean_w + (1.0 - LAG_MEMORY) * change(1);
+    means[1] = LAG_MEMORY * mean_a + (1.0 - LAG_MEMORY) * arrived_change;
+    means[2] = arrived;
     if k <= LAG_WARMUP {
         return None;
     }
@@ -428,9 +640,9 @@ pub fn rnf_step(
         )
     };
     for ((report, &row), output) in reports.iter().zip(&rows).zip(outputs.iter_mut()) {
-        let (down, k) = common.begin(row, report, now);
         let tau = if params.tau.is_nan() { common.min_rtt[row] } else { params.tau };
-        let served = rate(report);
+        let rtt_steps = if tau > 0.0 && report.period > 0.0 { (tau / report.period).ceil() as i64 } else { 1 };
+        let (down, k, served) = common.begin(row, report, now, params.channel_rate != 0, rtt_steps);
         // b tau is what one RTT carries: with smoothing, the served rate averaged over tau (a period's own
         // rate on a bursty link swings from nothing to several times the mean); a period that ends with an
         // empty queue served less than the link could carry, so it may raise the average, never lower it
@@ -449,11 +661,30 @@ pub fn rnf_step(
         let (mut window, last_rate) = (common.w[row], rate_column[row]);
         let missing = window.is_nan();
         let known_rate = if last_rate.is_nan() { 0.0 } else { last_rate };
-        // a delay target: q_ref holds target seconds of the rate of the last feed-forward; by default the loop
-        // delay, a forward half of the RTT and the period the report waits for
-        let target = if params.target > 0.0 { params.target } else { tau / 2.0 + report.period };
-        let reference =
-            |rate: f64| if params.q_ref.is_nan() { (target * rate).max(MIN_REFERENCE) } else { params.q_ref };
+        // what one RTT served beyond what the window's in-flight part counted on (the rate of the last
+        // feed-forward times tau), its 98th percentile over 2.56 s
+        let span = if tau > 0.0 && report.period > 0.0 { (tau / report.period).ceil() as i64 } else { 1 };
+        let margin = if down {
+            common.margin[row].max(0.0)
+        } else {
+            let forecast = known_rate * span as f64 * report.period;
+            common.forecast_margin(row, k, served * report.period, forecast, span)
+        };
+        let warm = common.error_count[row] >= FORECAST_WARMUP;
+        // q_ref in bytes; or a delay target, q_ref = target x the rate of the last feed-forward; by default
+        // the forecast margin, until it has FORECAST_WARMUP errors the loop delay's worth of the rate (a
+        // forward half of the RTT and the period the report waits for)
+        let reference = |rate: f64| {
+            if !params.q_ref.is_nan() {
+                params.q_ref
+            } else if params.target > 0.0 {
+                (params.target * rate).max(MIN_REFERENCE)
+            } else if warm {
+                margin.max(MIN_REFERENCE)
+            } else {
+                ((tau / 2.0 + report.period) * rate).max(MIN_REFERENCE)
+            }
+        };
         if missing && down {
             window = reference(known_rate);
         }
@@ -488,6 +719,13 @@ pub fn rnf_step(
                 // what is in flight bounds what can reach the queue: B_max less the margin
                 window = window.min(report.limit - guard_margin(report.limit)).max(params.min_window);
             }
+        } else if params.feedback_period.is_nan() {
+            // nothing is served in an outage: the queue it holds says nothing about the window, so the
+            // average (2) corrects by restarts after it, a whole feedback period later (the paper's fixed
+            // period keeps averaging)
+            queue_sum[row] = 0.0;
+            queue_count[row] = 0.0;
+            next_feedback[row] = f64::NAN;
         }
         common.w[row] = window;
         common.q[row] = report.queue;

@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.live import Live
-from rnf_cli.config import validate
-from rnf_cli.errors import UserError
-from rnf_cli.numbers import FiniteFloat
-from rnf_cli.signals import run_until_signal
+from rnf_foundation.config import validate
+from rnf_foundation.errors import UserError
+from rnf_foundation.numbers import FiniteFloat
+from rnf_foundation.signals import run_until_signal
 from rnf_telemetry.record import FileRecorder, NullRecorder, Recorder
 
 from rnf_proxy import params as rules
@@ -78,7 +78,14 @@ def params() -> None:
 @click.option("--ts", type=FiniteFloat(min=0, min_open=True), help="Ts, s (the telemetry period).")
 @click.option("--q0", type=click.IntRange(min=1), help="Reference queue q0, bytes.")
 @click.option("--target-ms", type=FiniteFloat(min=0, min_open=True), help="Delay target, ms (q0 = rate x target).")
-@click.option("--loop-ms", type=FiniteFloat(min=0, min_open=True), help="Loop delay, ms: the default target.")
+@click.option(
+    "--loop-ms",
+    type=FiniteFloat(min=0, min_open=True),
+    help="Loop delay, ms: the reference before the margin is known.",
+)
+@click.option(
+    "--switching", type=click.Choice(["saturated", "sign"]), help="sgn(S) in a boundary layer, or sgn (the paper's)."
+)
 @click.option("--b-max", type=click.IntRange(min=1), help="eNB queue limit B_max, bytes.")
 @click.option("--delta", type=FiniteFloat(min=0, min_open=True), help="delta, 1/s.")
 @click.option("--eps", type=FiniteFloat(min=0, min_open=True), help="eps, bytes/s.")
@@ -90,6 +97,7 @@ def check(
     q0: int | None,
     target_ms: float | None,
     loop_ms: float | None,
+    switching: str | None,
     b_max: int | None,
     delta: float | None,
     eps: float | None,
@@ -101,7 +109,15 @@ def check(
     smvs = load(config_file).controller if config_file else SmvsConfig()
     if not isinstance(smvs, SmvsConfig):
         raise UserError(f"{config_file}: controller.kind is {smvs.kind!r}; the rules are SMVS's")
-    overrides = {"ts_s": ts, "q0_bytes": q0, "target_ms": target_ms, "b_max_bytes": b_max, "delta": delta, "eps": eps}
+    overrides = {
+        "ts_s": ts,
+        "q0_bytes": q0,
+        "target_ms": target_ms,
+        "switching": switching,
+        "b_max_bytes": b_max,
+        "delta": delta,
+        "eps": eps,
+    }
     data = smvs.model_dump() | {k: v for k, v in overrides.items() if v is not None}
     smvs = validate(SmvsConfig, data, str(config_file or "options"))
     resolved = resolve(smvs)

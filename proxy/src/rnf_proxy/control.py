@@ -15,6 +15,7 @@ Units: bytes, seconds, bytes per second. A decision is one of three modes:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple, Protocol
@@ -93,6 +94,7 @@ class RanSample:
     outage: bool = False
     queue_limit: int = 0  # B_max in bytes when the eNB reports one, else 0
     dropped: int = 0  # bytes dropped at the tail of the queue during the period
+    cqi: float = math.nan  # the period's mean wideband CQI, NaN when none was reported
 
     @property
     def rate(self) -> float:
@@ -108,6 +110,7 @@ class RanSample:
             outage=message.outage,
             queue_limit=message.dl_queue_limit_bytes,
             dropped=message.dl_dropped_bytes,
+            cqi=message.mean_cqi,
         )
 
 

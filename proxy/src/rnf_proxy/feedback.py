@@ -28,7 +28,9 @@ from rnf_proxy import native
 from rnf_proxy.control import FREE, AckSample, ControllerState, Decision, Mode, RanSample, Sample
 from rnf_proxy.ewma import Ewma
 
-REPORT_FIELDS = 7
+REPORT_FIELDS = 8
+FORECAST_RING = 100  # as control.rs: steps of service and forecasts kept
+ERROR_HORIZON = 256  # as control.rs: steps of forecast errors kept
 OUTPUT = np.dtype(  # `Output` in control.rs
     [("limit", np.int64), ("step", np.int64), ("step_s", np.float64), ("pacing", np.float64), ("cap", np.float64)]
 )
@@ -51,8 +53,10 @@ class RowBank:
     law's columns structure in control.rs, its native parameters and its law's entry point.
 
     Common columns: the smallest RTT measured (`min_rtt`), the previous queue (outage detection), the step
-    count, when telemetry last arrived, whether the fallback is in force, and the last step's recorded
-    quantities (`w`, `q`, `b`, `s`, `outage`); and, as a list, the decision in force per row.
+    count, when telemetry last arrived, whether the fallback is in force, the last step's recorded
+    quantities (`w`, `q`, `b`, `s`, `outage`), the channel's rate per unit of spectral efficiency learnt while
+    the queue was backlogged (`per_efficiency`, bytes/s per bit/RE) and the last CQI reported; and, as a
+    list, the decision in force per row.
     """
 
     mode: Mode
@@ -66,6 +70,13 @@ class RowBank:
     b: np.ndarray
     s: np.ndarray
     outage: np.ndarray
+    per_efficiency: np.ndarray
+    cqi: np.ndarray
+    services: np.ndarray
+    forecasts: np.ndarray
+    errors: np.ndarray
+    error_count: np.ndarray
+    margin: np.ndarray
 
     def __init__(self, law: str, parameters: ctypes.Structure, capacity: int = 16) -> None:
         self.size = 0
@@ -86,6 +97,13 @@ class RowBank:
             "b": np.zeros(capacity),
             "s": np.full(capacity, np.nan),
             "outage": np.zeros(capacity, dtype=bool),
+            "per_efficiency": np.full(capacity, np.nan),
+            "cqi": np.full(capacity, np.nan),
+            "services": np.zeros((capacity, FORECAST_RING)),
+            "forecasts": np.full((capacity, FORECAST_RING), np.nan),
+            "errors": np.zeros((capacity, ERROR_HORIZON)),
+            "error_count": np.zeros(capacity, dtype=np.int64),
+            "margin": np.full(capacity, np.nan),
         }
 
     def _allocate(self, capacity: int) -> None:
@@ -109,9 +127,9 @@ class RowBank:
     def step(self, rows: Sequence[int], samples: Sequence[RanSample], now: float) -> list[Decision | None]:
         """One step of the law per (row, sample), in order; None where the row has no parameters yet."""
         count = len(rows)
-        reports = np.fromiter(  # `Report` in control.rs: seven doubles per UE
+        reports = np.fromiter(  # `Report` in control.rs: eight doubles per UE
             chain.from_iterable(
-                (row, s.queue, s.served, s.period_s, s.outage, s.dropped, s.queue_limit)
+                (row, s.queue, s.served, s.period_s, s.outage, s.dropped, s.queue_limit, s.cqi)
                 for row, s in zip(rows, samples, strict=True)
             ),
             np.float64,

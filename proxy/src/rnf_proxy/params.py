@@ -42,7 +42,8 @@ class Report:
 
 def reference(params: SmvsParams, b_bar: float | None, loop_s: float | None) -> tuple[float | None, float | None]:
     """q0 and eps in bytes and bytes/s: the configured ones, or with a delay target those the law takes at the
-    rate `b_bar` (bytes/s) and the loop delay `loop_s` (the default target); None where an input is missing."""
+    rate `b_bar` (bytes/s) and the loop delay `loop_s` (the reference by default until the forecast margin, which
+    only a run measures, is known); None where an input is missing."""
     if params.target_s is None:
         return params.q0, params.eps
     target = params.target_s or loop_s
@@ -59,8 +60,8 @@ def check(
     params: SmvsParams, b_bar: float | None = None, t_b: float | None = None, loop_s: float | None = None
 ) -> Report:
     """The rules for these parameters; `b_bar` in bytes/s, `t_b` (period of the bandwidth variation) and
-    `loop_s` (the loop delay, the default delay target) in s. With a delay target the rules are checked at the
-    rate `b_bar`, in bytes and in milliseconds of that rate."""
+    `loop_s` (the loop delay: the default reference before the forecast margin is known) in s. With a delay
+    target the rules are checked at the rate `b_bar`, in bytes and in milliseconds of that rate."""
     ts, delta, b_max = params.ts, params.delta, params.b_max
     q0, eps = reference(params, b_bar, loop_s)
     band = eps * ts / (1 - delta * ts) if eps is not None and delta * ts < 1 else math.inf
@@ -114,7 +115,9 @@ def describe(report: Report) -> list[str]:
         f"alpha = {p.alpha:g}, gamma = {p.gamma:g}, d = {p.d if p.d is not None else 'measured'}",
     ]
     if report.q0 is None or math.isinf(report.band):
-        lines.append("predicted band: not known without the rate (--rate-mbps) and, for the default target, --loop-ms")
+        lines.append(
+            "predicted band: not known without the rate (--rate-mbps) and, for the default reference, --loop-ms"
+        )
     else:
         q0, band = report.q0, report.band
         at = f" at {report.rate * 8 / 1e6:g} Mbit/s" if report.rate and p.target_s is not None else ""

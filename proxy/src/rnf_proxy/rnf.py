@@ -5,12 +5,15 @@
   every step. `b` is the served rate averaged over tau (`smooth_rate`, weight exp(-Ts/tau) per period: a window
   carries what one RTT serves, and on a bursty link one period's rate swings from nothing to several times the
   mean), or one period's rate as in the paper. A period that ends with an empty queue served less than the link
-  could carry, so it may raise the rate but never lower it.
+  could carry, so it may raise the rate but never lower it; with `channel_rate` (the default) it counts as served
+  at the rate the UE's CQI offers (as `smvs.py`), or at 2^(1/n) times the last rate before that is known, n the
+  RTT in periods (doubling per RTT).
   `tau` is the RTT between proxy and UE without queueing: configured, or the smallest RTT of the UE's
   connections (TCP_INFO min_rtt). The smoothed RTT would count the queue q_ref twice.
-- q_ref: in bytes (`q_ref_bytes`, the paper's), or a delay target (`target_ms`, by default the loop delay,
-  tau/2 + Ts: the period the report waits for and the forward half of the RTT) times the rate of the last
-  feed-forward, at least 3000 B.
+- q_ref: in bytes (`q_ref_bytes`, the paper's); a delay target (`target_ms`) times the rate of the last
+  feed-forward; by default the forecast margin: the 98th percentile, over the last 2.56 s, of what one RTT served
+  beyond the b*tau the window counted on (before 50 such errors are known, tau/2 + Ts of the rate: the period
+  the report waits for and the forward half of the RTT); at least 3000 B.
 - Feedback, eq. (2), every `feedback_period_s` with the queue averaged over that period: w += q_ref - q_avg. By
   default every 2 tau, at least 4 telemetry periods (its last correction must have reached the queue); the paper
   says about 1 s. The feed-forward replaces the window, correction included, as in the paper.
@@ -35,7 +38,8 @@ import math
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+from rnf_foundation.config import Strict
 
 from rnf_proxy.control import ControllerState, Mode
 from rnf_proxy.feedback import RanController, RowBank
@@ -43,10 +47,8 @@ from rnf_proxy.feedback import RanController, RowBank
 MIN_WINDOW_BYTES = 2 * 1448
 
 
-class RnfConfig(BaseModel):
+class RnfConfig(Strict):
     """`controller = {kind = "rnf", ...}`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["rnf"] = "rnf"
     q_ref_bytes: int | None = Field(default=None, gt=0, description="reference eNB queue in bytes (the paper's)")
@@ -59,6 +61,9 @@ class RnfConfig(BaseModel):
     )
     smooth_rate: bool = Field(default=True, description="b: the served rate averaged over tau, not one period's")
     overflow_guard: bool = Field(default=True, description="the window stays under B_max less a margin")
+    channel_rate: bool = Field(
+        default=True, description="a period that ends with an empty queue is served at the rate its CQI offers"
+    )
     rate_change: float = Field(default=0.1, ge=0, description="relative change that triggers feed-forward")
     ts_s: float = Field(default=0.01, gt=0, description="telemetry period")
     stale_periods: int = Field(default=5, ge=1)
@@ -75,13 +80,14 @@ class NativeRnfParams(ctypes.Structure):
 
     _fields_ = (
         ("q_ref", ctypes.c_double),  # NaN: from the delay target
-        ("target", ctypes.c_double),  # s; 0: the loop delay
+        ("target", ctypes.c_double),  # s; 0: the forecast margin
         ("tau", ctypes.c_double),  # NaN: the measured minimum RTT
         ("feedback_period", ctypes.c_double),  # NaN: 2 tau
         ("rate_change", ctypes.c_double),
         ("min_window", ctypes.c_double),
         ("smooth_rate", ctypes.c_int64),
         ("guard", ctypes.c_int64),
+        ("channel_rate", ctypes.c_int64),
     )
 
 
@@ -107,6 +113,7 @@ class RnfBank(RowBank):
             MIN_WINDOW_BYTES,
             config.smooth_rate,
             config.overflow_guard,
+            config.channel_rate,
         )
         super().__init__("rnf_rnf_step", parameters, capacity)
 

@@ -15,14 +15,23 @@ Step k lasts Ts, the telemetry period, and begins when the UE's telemetry of per
   released and not yet in q(k) have arrived; the paper has n = 2d (its report travels d steps back).
 - w(k) = (b_bar*Ts + eta_1 - delta*Ts*S(k) - (eta_2 + eps*Ts)*sgn(S(k))) / gamma, clipped at 0 (eq. 36).
   **w(k) is a quota**: the bytes released toward the UE during step k, not a window.
+- Switching (`switching`): "saturated" (the default) puts sgn(S) in a boundary layer, sat(S/phi), phi such that the
+  law's gain on S inside it is 1/2 (no chatter, and stable with the loop delay one step off), and leaves eta_1 out
+  of the feed-forward (its bias after every rate change would offset the queue); b_bar is then eq. (19)'s or a fast
+  average (weight 1/2), whichever foretold the served rate better over the last second. "sign" is the paper's law.
 - n, the quotas in flight (`loop_delay`): "measured" (the default) is the loop delay L less one, L the lag in steps
-  at which the quotas covary most with the arrivals the eNB reports (q(k) - q(k-1) + served + dropped), learnt
-  step by step in control.rs (proxy/README.md: why; 1 + ceil(min RTT / 2 / Ts) until it is known); "rtt" is the
-  paper's 2d with d = ceil(tau_p/Ts), tau_p half of the smallest RTT of the UE's connections (TCP_INFO min_rtt);
-  a configured d gives 2d.
-- The reference: q0 in bytes (`q0_bytes`, the paper's), or a delay target (`target_ms`; by default one loop delay,
-  L x Ts): q0 = target x the smaller of b_bar and a fast average of b (weight 1/2 per period), so it follows a rate
-  drop within a few periods; with the default eps the band follows q0 (half of min(q0, B_max - q0)).
+  at which the quotas' changes covary most with the changes of the arrivals the eNB reports (q(k) - q(k-1) + served
+  + dropped), learnt step by step in control.rs (proxy/README.md: why; 1 + ceil(min RTT / 2 / Ts) until it is
+  known); "rtt" is the paper's 2d with d = ceil(tau_p/Ts), tau_p half of the smallest RTT of the UE's connections
+  (TCP_INFO min_rtt); a configured d gives 2d.
+- b(k) (`channel_rate`, default on): a period that ends with an empty queue counts as served at the rate the UE's
+  CQI offers (its efficiency times the rate per unit of efficiency learnt while the queue was backlogged), or,
+  before that is known, at 2^(1/L) times the last rate (doubling per loop delay); off: the served rate (paper).
+- The reference: q0 in bytes (`q0_bytes`, the paper's); a delay target (`target_ms`): q0 = target x the smaller of
+  b_bar and a fast average of b (weight 1/2 per period), so it follows a rate drop within a few periods; by
+  default the forecast margin: the 98th percentile, over the last 2.56 s, of what L periods served beyond the
+  L b_bar Ts the law counted on (a loop delay's worth of the rate until 50 such errors are known). With the default
+  eps the band follows q0 (half of min(q0, B_max - q0)).
 - Overflow guard (`overflow_guard`): w(k) never takes q(k) + the quotas in flight + w(k) past B_max less 4 % and
   3000 B (headers the quotas do not count), as if nothing were served from now on: no self-inflicted RLC drop.
 
@@ -35,11 +44,11 @@ adaptive-EWMA controller (`ewma.py`), which has been following the UE's ACKs all
 estimate times the minimum RTT. Its window is ACK-clocked, so it cannot flood a queue it no longer sees.
 When telemetry returns, SMVS resumes with its w history set to b_bar*Ts per step (steady state).
 
-Default parameters follow the loop and the paper's rules rather than any trace: a delay target of one loop
-delay (the queue rides out a doubling of the rate until the answer arrives), delta*Ts = 0.875 (paper: 35 x 0.025,
-"delta*Ts -> 1"), and eps so that the predicted band is half of min(q0, B_max - q0), the margin rule (43)
-allows. With `q0_bytes` and no eps, eps is fixed from q0 and B_max. Units are bytes, so gamma = 1. B_max is
-configured or, when not, the queue limit the eNB reports (`dl_queue_limit_bytes`).
+Default parameters follow the loop and the paper's rules rather than any trace: the forecast margin (what the loop
+cannot foresee), delta*Ts = 0.25 with the boundary layer (0.875 with sgn, the paper's 35 x 0.025, "delta*Ts -> 1"),
+and eps so that the predicted band is half of min(q0, B_max - q0), the margin rule (43) allows. With `q0_bytes`
+and no eps, eps is fixed from q0 and B_max. Units are bytes, so gamma = 1. B_max is configured or, when not, the
+queue limit the eNB reports (`dl_queue_limit_bytes`).
 
 The law is written once, in the native library (`proxy/relay/src/control.rs`), stepping many UEs per call
 (`SmvsBank`, one row per UE, see `feedback.py`); `Smvs` is one UE's view of it with the
@@ -55,35 +64,44 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+from rnf_foundation.config import Strict
 
 from rnf_proxy.control import ControllerState, Decision, Mode, RanSample
 from rnf_proxy.feedback import RanController, RowBank
 
-DEFAULT_DELTA_TS = 0.875  # paper 000 Sec. 5: delta = 35, Ts = 25 ms
+DEFAULT_DELTA_TS = 0.875  # paper 000 Sec. 5: delta = 35, Ts = 25 ms; with its sgn switching
+DEFAULT_DELTA_TS_SATURATED = 0.25  # half of the boundary layer's gain on S, LAYER_GAIN = 1/2 in control.rs
 DEFAULT_BAND_FRACTION = 0.5  # predicted band as a fraction of min(q0, B_max - q0)
 MAX_D = 50  # as control.rs
 QUOTA_HISTORY = 2 * MAX_D
 LAGS = 40  # as control.rs: the loop delay is looked for up to 40 steps
 
 
-class SmvsConfig(BaseModel):
+class SmvsConfig(Strict):
     """`controller = {kind = "smvs", ...}`: paper 000's parameters, in bytes and seconds."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["smvs"] = "smvs"
     ts_s: float = Field(default=0.01, gt=0, description="Ts, the step: the telemetry period")
     q0_bytes: int | None = Field(default=None, gt=0, description="reference queue in bytes (the paper's)")
     target_ms: float | None = Field(
-        default=None, gt=0, allow_inf_nan=False, description="reference in time: q0 = rate x target; default the loop"
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="reference in time: q0 = rate x target; default the forecast margin",
     )
     loop_delay: Literal["measured", "rtt"] = Field(
         default="measured", description="quotas in flight: the measured loop delay, or 2d from the RTT (paper)"
     )
     overflow_guard: bool = Field(default=True, description="queue + in flight stays under B_max less a margin")
     b_max_bytes: int | None = Field(default=None, gt=0, description="eNB queue limit; default from telemetry")
-    delta: float | None = Field(default=None, gt=0, description="1/s; default 0.875/Ts")
+    switching: Literal["saturated", "sign"] = Field(
+        default="saturated", description="sgn(S) in a boundary layer (no chatter), or sgn itself (paper)"
+    )
+    channel_rate: bool = Field(
+        default=True, description="a period that ends with an empty queue is served at the rate its CQI offers"
+    )
+    delta: float | None = Field(default=None, gt=0, description="1/s; default 0.25/Ts, 0.875/Ts with sgn")
     eps: float | None = Field(default=None, gt=0, description="bytes/s; default: band = half the margin")
     alpha: float = Field(default=0.85, gt=0, lt=1)
     gamma: float = Field(default=1.0, gt=0, description="queue bytes per window byte")
@@ -111,7 +129,7 @@ class SmvsParams:
     gamma: float
     d: int | None
     horizon: int  # steps
-    target_s: float | None = None  # a delay target (q0 = rate x target), 0 for the loop delay; None: q0 bytes
+    target_s: float | None = None  # a delay target (q0 = rate x target), 0 for the forecast margin; None: q0 bytes
 
     @property
     def band(self) -> float:
@@ -122,16 +140,24 @@ class SmvsParams:
 
 
 def target_s(config: SmvsConfig) -> float | None:
-    """The delay target in seconds, 0 for the loop delay; None with a reference in bytes."""
+    """The delay target in seconds, 0 for the forecast margin (the default); None with a reference in bytes."""
     if config.q0_bytes is not None:
         return None
     return config.target_ms / 1000 if config.target_ms is not None else 0.0
 
 
+def default_delta(config: SmvsConfig) -> float:
+    """delta, 1/s: configured, or the paper's delta*Ts = 0.875 with sgn, 0.25 with the boundary layer."""
+    if config.delta is not None:
+        return config.delta
+    delta_ts = DEFAULT_DELTA_TS if config.switching == "sign" else DEFAULT_DELTA_TS_SATURATED
+    return delta_ts / config.ts_s
+
+
 def resolve(config: SmvsConfig, reported_b_max: int = 0) -> SmvsParams | None:
     """Fill in the defaults; None while B_max is needed and neither configured nor reported yet."""
     b_max = config.b_max_bytes or reported_b_max or None
-    delta = config.delta if config.delta is not None else DEFAULT_DELTA_TS / config.ts_s
+    delta = default_delta(config)
     target = target_s(config)
     if config.eps is not None:
         eps = config.eps
@@ -168,9 +194,11 @@ class NativeSmvsParams(ctypes.Structure):
         ("block", ctypes.c_int64),
         ("blocks", ctypes.c_int64),
         ("loop_measured", ctypes.c_int64),
-        ("target", ctypes.c_double),  # s; 0: the loop delay; NaN: q0 in bytes
+        ("target", ctypes.c_double),  # s; 0: the forecast margin; NaN: q0 in bytes
         ("band_fraction", ctypes.c_double),  # NaN: eps fixed
         ("guard", ctypes.c_int64),
+        ("saturate", ctypes.c_int64),  # 1: sgn(S) in a boundary layer; 0: sgn (paper)
+        ("channel_rate", ctypes.c_int64),
     )
 
 
@@ -188,9 +216,10 @@ class SmvsBank(RowBank):
     quotas: np.ndarray  # (rows, QUOTA_HISTORY) ring of w, slot k mod QUOTA_HISTORY holds w(k)
     d: np.ndarray  # quotas in flight the last step counted (2d in the paper's terms, d recorded)
     lag_cov: np.ndarray  # (rows, LAGS): covariance of w(k - lag) with the arrivals of period k
-    means: np.ndarray  # (rows, 2): running means of w and of the arrivals
+    means: np.ndarray  # (rows, 3): running means of the changes of w and of the arrivals, the last arrivals
     loop_steps: np.ndarray  # the measured loop delay in steps, 0 until it is
     b_fast: np.ndarray  # the fast rate estimate that converts the delay target to bytes
+    rate_errors: np.ndarray  # (rows, 2): mean squared one-step errors of b_bar and of b_fast
 
     def __init__(self, config: SmvsConfig, capacity: int = 16) -> None:
         self.config = config
@@ -201,7 +230,7 @@ class SmvsBank(RowBank):
         # horizon - block + 1 and horizon steps, at a tenth of the cost of a step-by-step ring
         self.block = max(1, self.horizon // 10)
         self.blocks = -(-self.horizon // self.block)
-        self.delta = config.delta if config.delta is not None else DEFAULT_DELTA_TS / config.ts_s
+        self.delta = default_delta(config)
         target = target_s(config)
         parameters = NativeSmvsParams(
             config.ts_s,
@@ -215,6 +244,8 @@ class SmvsBank(RowBank):
             math.nan if target is None else target,
             DEFAULT_BAND_FRACTION if target is not None and config.eps is None else math.nan,
             config.overflow_guard,
+            config.switching == "saturated",
+            config.channel_rate,
         )
         super().__init__("rnf_smvs_step", parameters, capacity)
 
@@ -230,9 +261,10 @@ class SmvsBank(RowBank):
             "quotas": np.zeros((capacity, QUOTA_HISTORY)),
             "d": np.full(capacity, 1 if self.config.d is None else self.config.d, dtype=np.int64),
             "lag_cov": np.zeros((capacity, LAGS)),
-            "means": np.zeros((capacity, 2)),
+            "means": np.zeros((capacity, 3)),
             "loop_steps": np.zeros(capacity, dtype=np.int64),
             "b_fast": np.full(capacity, np.nan),
+            "rate_errors": np.zeros((capacity, 2)),
         }
 
     def add(self) -> int:
