@@ -33,9 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from rnf_bridge import client as bridge_client
 from rnf_experiments.cells import stack as srs_stack
+from rnf_experiments.cells.owd import PACKET_RECORD
 from rnf_experiments.cells.spec import SrsranZmqCellSpec, ZmqUeSpec
 from rnf_experiments.cells.srsran import SrsranCell
 from rnf_experiments.cells.stack import (
@@ -345,7 +347,8 @@ def test_rnf_run_on_the_srsran_cell_compares_smvs_with_cubic(
     srsran_build: SrsranBuild, sctp_preload: str | None, tmp_path: Path
 ) -> None:
     """`rnf run experiments/scenarios/srsran-smvs.toml`, shortened: the results folder has both arms, utilization
-    figures that are numbers, and each run's queue series (the `telemetry` and `cell` measurements)."""
+    figures that are numbers, each run's queue series (the `telemetry` and `cell` measurements), and the one-way
+    delay through the cell from the packet captures, none lost, carrying the bytes the UE received."""
     scenario = REPO / "experiments" / "scenarios" / "srsran-smvs.toml"
     prefix = "run" + uuid.uuid4().hex[:5]
     env = {**os.environ, "SRSRAN_BUILD": str(srsran_build.build), "COLUMNS": "120"}
@@ -377,6 +380,21 @@ def test_rnf_run_on_the_srsran_cell_compares_smvs_with_cubic(
             f"{arm}: utilization {values['utilization']:.3f}, goodput {values['goodput_mbps']:.2f} Mbit/s, queue p50 "
             f"{values['queue_p50_bytes'] / 1000:.1f} kB (q0 = 64 kB), p95 {values['queue_p95_bytes'] / 1000:.1f} kB"
         )
+    for arm, run in (("smvs", "0-smvs"), ("cubic", "0-cubic")):
+        values = summary["arms"][arm]
+        delay = json.loads((results / "runs" / run / "cell-summary.json").read_text())["delay"]
+        print(
+            f"{arm}: one-way delay p50 {values['delay_p50_ms']:.1f} ms, p95 {values['delay_p95_ms']:.1f} ms over "
+            f"{values['delay_sdus']:.0f} SDUs; captures: {delay['matched']} matched of {delay['departures']} "
+            f"departures and {delay['arrivals']} arrivals, {delay['lost']} lost"
+        )
+        assert delay["lost"] == 0 and values["delay_records_lost"] == 0, (arm, delay)
+        assert delay["unmatched_arrivals"] == 0, (arm, delay)
+        assert 0 < values["delay_p50_ms"] <= values["delay_p95_ms"] < 2000, (arm, values)
+        # every byte the UE's client received went through a matched packet: IP and TCP headers on top (3.6 %)
+        records = np.fromfile(results / "runs" / run / "packets.bin", PACKET_RECORD)
+        received = sum(transfer["bytes"] for r in summary["runs"] if r["arm"] == arm for transfer in r["transfers"])
+        assert 1.0 <= int(records["length"].sum()) / received < 1.1, (arm, int(records["length"].sum()), received)
 
 
 @dataclass(frozen=True)

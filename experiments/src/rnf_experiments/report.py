@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
-from rnf_cli.errors import UserError
+from rnf_foundation.errors import UserError
 
 from rnf_experiments import analysis, plots
 
@@ -153,6 +153,16 @@ def late_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
     ]
 
 
+def lossy_delay_runs(summary: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """Runs whose delay measurement lost packets (the virtual cell's packet log, a srsRAN cell's captures): the run,
+    the packets lost and the SDUs the delay percentiles cover."""
+    return [
+        (f"{analysis.group_key(run)}, repetition {run['repetition']}", int(lost), run["delay_sdus"])
+        for run in summary["runs"]
+        if (lost := run.get("delay_records_lost", math.nan)) > 0
+    ]
+
+
 def print_table(summaries: dict[str, dict[str, Any]], console: Console) -> None:
     console.width = max(console.width, TABLE_WIDTH)  # a pipe or CI log reports 80 columns: never squeeze the figures
     console.print(table(summaries))
@@ -163,4 +173,9 @@ def print_table(summaries: dict[str, dict[str, Any]], console: Console) -> None:
             console.print(
                 f"[bold red]warning[/]: {name}, {run}: the cell fell {late_ms:.0f} ms behind real time "
                 "(CPU starved by other work); its figures are suspect, run it again on a quiet machine"
+            )
+        for run, lost, sdus in lossy_delay_runs(summary):
+            console.print(
+                f"[bold red]warning[/]: {name}, {run}: the delay measurement lost {lost} packets; "
+                f"the delay percentiles cover the {sdus} SDUs it recorded"
             )

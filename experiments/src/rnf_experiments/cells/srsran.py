@@ -15,6 +15,10 @@ The telemetry socket and the bridge's control socket are `ipc://` endpoints unde
 across network namespaces, so the proxy and the recorder subscribe from the runner's process. The cell records
 every telemetry message of each UE's data bearer as the `telemetry` measurement, and the `cell` measurement derived
 from it (`derive.py`), for the analysis.
+
+The one-way delay through the cell is measured by packet captures at the SGi device and at each UE's TUN
+(`owd.py`): the run folder gets the virtual cell's `packets.bin`, and `cell-summary.json` the captures' counts
+(`delay`: packets matched, unmatched, and lost by the captures).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from rnf_bridge import config as bridge_config
 from rnf_bridge.launch import flowgraph_process, missing_system_modules
@@ -44,13 +49,15 @@ from rnf_cell.topology import (
     remove_namespaces,
     run,
 )
-from rnf_cli.errors import UserError
-from rnf_proxy.proxy import ue_index
+from rnf_foundation.addresses import ue_index
+from rnf_foundation.errors import UserError
 from rnf_telemetry.message import TelemetryMessage
 from rnf_telemetry.record import Recorder, telemetry_fields
 from rnf_telemetry.transport import Subscriber
 
+from rnf_experiments.cells.capture import CaptureError
 from rnf_experiments.cells.derive import CapacityEstimate, cell_fields
+from rnf_experiments.cells.owd import DelayCapture
 from rnf_experiments.cells.spec import SrsranCellSpec, SrsranZmqCellSpec
 from rnf_experiments.cells.stack import (
     DRB_LCID,
@@ -87,7 +94,7 @@ class SrsranCell:
 
     def __init__(self, spec: SrsranCellSpec | SrsranZmqCellSpec, workdir: Path, recorder: Recorder) -> None:
         self.spec = spec
-        self.workdir = workdir
+        self.workdir = workdir.absolute()  # the processes run in it and read their configurations by these paths
         self.recorder = recorder
         self.names = Names(spec.namespace_prefix, len(spec.ues))
         self.telemetry_endpoint = f"ipc://{RUN_DIR}/{spec.namespace_prefix}-telemetry.ipc"
@@ -95,6 +102,7 @@ class SrsranCell:
         self.stack: SrsStack | None = None
         self.bridge: subprocess.Popen[bytes] | None = None  # the flowgraph's process (`srsran-zmq`)
         self.unmatched_messages = 0  # telemetry of a bearer whose UE address is not (yet) known
+        self.delay: dict[str, Any] | None = None  # the delay measurement's counts, once the cell is down
         self._exits = contextlib.ExitStack()
         self._recording: asyncio.Task[None] | None = None
 
@@ -132,12 +140,16 @@ class SrsranCell:
             self._exits.callback(remove_namespaces, [self.names.server])
             for command in server_link_plan(self.names):
                 run(command)
+            capture = DelayCapture(self.workdir, self.names.core, self.stack.config.ue_namespaces)
+            await asyncio.to_thread(capture.start)
+            # before the stack's stop: the devices go with srsepc and srsue, and tcpdump with them
+            self._exits.callback(self._finish_delay, capture)
             subscriber = Subscriber(self.telemetry_endpoint)
             self._exits.callback(subscriber.close)
             self._recording = asyncio.create_task(self._record(subscriber))
             for index in range(len(self.spec.ues)):
                 await asyncio.to_thread(self.stack.ping_ue, index)
-        except StackError as error:
+        except (StackError, CaptureError) as error:
             await self.__aexit__(None, None, None)
             raise UserError(f"cell kind {self.spec.kind!r}: {error}") from None
         except BaseException:
@@ -172,6 +184,19 @@ class SrsranCell:
                 time.sleep(0.1)
 
         return radio, start_bridge
+
+    def _finish_delay(self, capture: DelayCapture) -> None:
+        """Stops the captures, writes packets.bin, and the counts to cell-summary.json (the analysis reads `lost`)."""
+        self.delay = capture.finish()
+        (self.workdir / "cell-summary.json").write_text(json.dumps({"delay": self.delay}, indent=1) + "\n")
+        lost = self.delay["lost"]
+        if lost is None or lost > 0:
+            log.warning(
+                "%s: the packet captures lost %s packets; the one-way delay covers the %d they matched",
+                self.workdir,
+                "an unknown number of" if lost is None else lost,
+                self.delay["matched"],
+            )
 
     async def _record(self, subscriber: Subscriber) -> None:
         estimates: dict[int, CapacityEstimate] = {}

@@ -1,0 +1,14 @@
+"""The comparison table's warnings: a run whose delay measurement lost packets is named, with what it still covers."""
+
+import math
+
+from rnf_experiments import report
+
+
+def test_runs_whose_delay_measurement_lost_packets_are_named():
+    def run(arm, lost):
+        return {"arm": arm, "sweep_value": None, "repetition": 0, "delay_sdus": 900, "delay_records_lost": lost}
+
+    older = {"arm": "old", "sweep_value": None, "repetition": 0}  # a summary from before the key
+    summary = {"runs": [run("smvs", 12.0), run("cubic", 0.0), run("bbr", math.nan), older]}
+    assert report.lossy_delay_runs(summary) == [("smvs, repetition 0", 12, 900)]
