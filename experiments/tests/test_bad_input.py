@@ -198,7 +198,7 @@ RUN_OVERRIDES = [
         "cell.ues.0.outages=[{start_s=1e9, duration_s=1}]",
         "cell.ues[0].outages[0].start_s: Input should be less than or equal to 3600",
     ),
-    ("arms.0.controller={kind='smvs', ts_s=inf}", "controller: ts_s: inf is not a finite number"),
+    ("arms.0.controller={kind='smvs', ts_s=inf}", "controller.smvs.ts_s: Input should be a finite number"),
 ]
 
 
