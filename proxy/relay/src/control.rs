@@ -443,7 +443,7 @@ pub fn smvs_step(
             b_max[row] = report.limit; // not configured: the limit the eNB reports, for the guard
         }
         let previous_queue = common.prev_queue[row];
-        let start_loop = if loop_steps[row] > 0 { loop_steps[row] } else { 1 + derived_d(common.min_rtt[row], ts) };
+        let start_loop = measured_loop(loop_steps[row], common.min_rtt[row], ts);
         let (down, k, b) = common.begin(row, report, now, params.channel_rate != 0, start_loop);
         // what reached the queue during the period, against the quotas released before: the loop delay
         let arrived = (report.queue - previous_queue + report.served + report.dropped).max(0.0);
@@ -501,7 +501,7 @@ pub fn smvs_step(
         let (in_flight, d) = if params.d >= 0 {
             (2 * params.d, params.d)
         } else if params.loop_measured != 0 {
-            let loop_delay = if loop_steps[row] > 0 { loop_steps[row] } else { 1 + derived_d(common.min_rtt[row], ts) };
+            let loop_delay = measured_loop(loop_steps[row], common.min_rtt[row], ts);
             (loop_delay - 1, loop_delay - 1)
         } else {
             let d = derived_d(common.min_rtt[row], ts);
@@ -610,6 +610,11 @@ fn learn_loop(cov: &mut [f64], means: &mut [f64], history: &[f64], k: i64, arriv
         .map(|(_, &value)| value)
         .fold(f64::NEG_INFINITY, f64::max);
     (peak > 0.0 && rival < LAG_UNIQUE * peak).then_some(best as i64 + 1)
+}
+
+/// The loop delay in steps: as measured, or 1 + d from the RTT until it is.
+fn measured_loop(loop_steps: i64, min_rtt: f64, ts: f64) -> i64 {
+    if loop_steps > 0 { loop_steps } else { 1 + derived_d(min_rtt, ts) }
 }
 
 /// d = ceil(tau_p/Ts) with tau_p = min RTT / 2, within 1..MAX_D; 1 (the paper's value) until an RTT is known.
