@@ -3,6 +3,7 @@
 import pytest
 from rnf_proxy.control import AckSample, Mode, RanSample, Tick
 from rnf_proxy.rnf import Rnf, RnfBank, RnfConfig
+from rnf_telemetry.message import TelemetryMessage
 
 
 def test_before_any_telemetry_the_ue_is_under_the_fallback_window():
@@ -49,3 +50,17 @@ def test_a_report_for_a_row_the_bank_does_not_have_is_refused_before_anything_is
     with pytest.raises(ValueError, match="refused"):
         bank.step([0, 2], [RanSample(queue=1, served=1, period_s=0.01)] * 2, now=0.0)
     assert bank.steps[0] == 0
+
+
+def test_b_max_is_the_reported_byte_limit_or_the_sdu_limit_in_full_size_packets():
+    def sample(limit_bytes: int, limit_sdus: int) -> RanSample:
+        message = TelemetryMessage(
+            cell_id=1, rnti=0x46, lcid=3, timestamp_ns=0, tti=0, seq=0, period_us=10_000,
+            dl_queue_limit_bytes=limit_bytes, dl_queue_limit_sdus=limit_sdus, ue_ip="172.16.0.2",
+        )  # fmt: skip
+        return RanSample.from_message(message)
+
+    assert sample(300_000, 0).queue_limit == 300_000  # the virtual cell: bytes
+    assert sample(300_000, 256).queue_limit == 300_000  # bytes win when both are reported
+    assert sample(0, 256).queue_limit == 384_000  # srsenb: 256 SDUs of at most 1500 B
+    assert sample(0, 0).queue_limit == 0  # none: B_max must be configured

@@ -84,6 +84,9 @@ class Decision(NamedTuple):
 FREE = Decision(Mode.FREE)
 
 
+MAX_SDU_BYTES = 1500  # the largest PDCP SDU: an IP packet of the tunnel's 1500-byte MTU
+
+
 @dataclass(frozen=True, slots=True)
 class RanSample:
     """One telemetry period of a UE (telemetry/SPEC.md): what the eNB reports."""
@@ -92,7 +95,7 @@ class RanSample:
     served: int  # b(k)*Ts: bytes scheduled for the UE during the period
     period_s: float
     outage: bool = False
-    queue_limit: int = 0  # B_max in bytes when the eNB reports one, else 0
+    queue_limit: int = 0  # B_max in bytes when the eNB reports one (see from_message), else 0
     dropped: int = 0  # bytes dropped at the tail of the queue during the period
     cqi: float = math.nan  # the period's mean wideband CQI, NaN when none was reported
 
@@ -103,12 +106,16 @@ class RanSample:
 
     @classmethod
     def from_message(cls, message: TelemetryMessage) -> RanSample:
+        """The report of one message. B_max is the byte limit when the eNB has one; an eNB that limits its queue
+        in SDUs only (srsenb: 256 SDUs, no byte limit) holds at most that many packets of MAX_SDU_BYTES, the
+        queue a bulk download fills before the first drop."""
+        limit = message.dl_queue_limit_bytes or message.dl_queue_limit_sdus * MAX_SDU_BYTES
         return cls(
             queue=message.queue_bytes,
             served=message.sched_bytes,
             period_s=message.period_s,
             outage=message.outage,
-            queue_limit=message.dl_queue_limit_bytes,
+            queue_limit=limit,
             dropped=message.dl_dropped_bytes,
             cqi=message.mean_cqi,
         )

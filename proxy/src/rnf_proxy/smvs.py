@@ -48,7 +48,8 @@ Default parameters follow the loop and the paper's rules rather than any trace: 
 cannot foresee), delta*Ts = 0.25 with the boundary layer (0.875 with sgn, the paper's 35 x 0.025, "delta*Ts -> 1"),
 and eps so that the predicted band is half of min(q0, B_max - q0), the margin rule (43) allows. With `q0_bytes`
 and no eps, eps is fixed from q0 and B_max. Units are bytes, so gamma = 1. B_max is configured or, when not, the
-queue limit the eNB reports (`dl_queue_limit_bytes`).
+queue limit the eNB reports (`dl_queue_limit_bytes`, or `dl_queue_limit_sdus` x 1500 B where the eNB limits
+its queue in SDUs only, as srsenb does).
 
 The law is written once, in the native library (`proxy/relay/src/control.rs`), stepping many UEs per call
 (`SmvsBank`, one row per UE, see `feedback.py`); `Smvs` is one UE's view of it with the
