@@ -2,7 +2,7 @@
 byte reference and the delay target, the rate averaged over tau, the fast feedback and the overflow guard."""
 
 import pytest
-from rnf_proxy.control import Mode, RanSample, Tick
+from rnf_proxy.control import AckSample, Mode, RanSample, Tick
 from rnf_proxy.rnf import Rnf, RnfConfig
 
 TS = 0.01
@@ -128,3 +128,19 @@ def test_the_queue_an_outage_held_does_not_correct_the_window_after_it():
     for k in range(9, 17):
         decision = rnf.update(report(50_000, 1_250_000), now=k * TS)
     assert decision.limit == 100_000  # at 160 ms: the average since the outage is q_ref, nothing to correct
+
+
+def test_tau_is_the_loop_measured_from_what_the_sockets_hold_in_flight():
+    # the sockets: 30 ms smallest RTT, 100000 B unacknowledged; the eNB: 20000 B queued at 1 MB/s
+    rnf = Rnf(RnfConfig(q_ref_bytes=20_000, feedback_period_s=10.0, smooth_rate=False, ts_s=TS))
+    rnf.update(AckSample(acked=0, interval_s=0.01, in_flight=100_000, min_rtt_s=0.03, srtt_s=0.2), now=0.0)
+    # until measured, tau is the smallest RTT: 1e6 x 0.03 + 20000
+    assert rnf.update(report(20_000, 1_000_000), now=0.0).limit == 50_000
+    # 80000 B in flight outside the queue at 1 MB/s: an 80 ms loop, used at the next feed-forward
+    decision = rnf.update(report(60_000, 1_500_000), now=0.01)
+    assert decision.limit == 1_500_000 * 0.08 + 20_000
+    # the paper's tau ignores what is in flight
+    paper = Rnf(RnfConfig(q_ref_bytes=20_000, feedback_period_s=10.0, smooth_rate=False, loop_delay="rtt", ts_s=TS))
+    paper.update(AckSample(acked=0, interval_s=0.01, in_flight=100_000, min_rtt_s=0.03, srtt_s=0.2), now=0.0)
+    paper.update(report(20_000, 1_000_000), now=0.0)
+    assert paper.update(report(60_000, 1_500_000), now=0.01).limit == 1_500_000 * 0.03 + 20_000

@@ -103,6 +103,10 @@ pub struct RnfColumns {
     next_feedback: *mut f64,
     q_ref: *mut f64,
     smoothed: *mut f64, // the served rate averaged over tau, bytes/s
+    in_flight: *mut f64, // bytes sent toward the UE and not acknowledged, the sockets' last sample (NaN: none)
+    srtt: *mut f64,      // the largest smoothed RTT of the UE's connections, s, last sample (0: none)
+    pipe: *mut f64,      // bytes in flight outside the eNB queue, averaged over tau (NaN: none yet)
+    loop_tau: *mut f64,  // the loop's RTT without the queue, pipe / b, s (NaN: not measured yet)
 }
 
 #[repr(C)]
@@ -116,6 +120,7 @@ pub struct RnfParams {
     pub smooth_rate: i64,  // 1: b is the served rate averaged over tau; 0: one period's (paper)
     pub guard: i64,        // 1: the window never exceeds B_max less the margin
     pub channel_rate: i64, // 1: a period that ends with an empty queue is served at the CQI's rate
+    pub loop_measured: i64, // 1: tau (when not configured) is the measured loop, pipe / b, at least the min RTT
 }
 
 /// Why a step was refused; nothing was stepped then.
@@ -143,6 +148,12 @@ const LAG_WARMUP: i64 = 20;
 const FAST_ALPHA: f64 = 0.5;
 /// Memory of the rate estimates' squared errors: a time constant of 100 steps (1 s at 10 ms).
 const RATE_ERROR_MEMORY: f64 = 0.99;
+// PERIOD_FLOOR: the default reference (the forecast margin) is at least one telemetry period's service. The law
+// sees the queue once a period and cannot act inside one; the quota or window of a period may reach the queue at
+// any moment of it (in the worst case all at its end), so only a queue that holds a period's service at the report
+// keeps the MAC backlogged through the next period whatever the arrivals' timing inside it. The margin counts
+// forecast errors between reports; this covers what happens within one.
+
 /// The smallest reference, bytes: two full-size packets, so that a rate estimate near 0 (the start, a
 /// starved period) still asks for data to wait, and the served rate can show the link's rate again.
 pub const MIN_REFERENCE: f64 = 3000.0;
@@ -527,7 +538,7 @@ pub fn smvs_step(
             let mut reference = if params.target > 0.0 {
                 params.target * fast.min(b_bar0)
             } else if common.error_count[row] >= FORECAST_WARMUP {
-                margin
+                margin.max(ts * fast.min(b_bar0)) // at least a period's service: see PERIOD_FLOOR
             } else {
                 (in_flight + 1) as f64 * ts * fast.min(b_bar0)
             }
@@ -644,8 +655,25 @@ pub fn rnf_step(
             slice(columns.smoothed, capacity),
         )
     };
+    // SAFETY: as above.
+    let (in_flight, srtt, pipe, loop_tau) = unsafe {
+        (
+            slice(columns.in_flight, capacity),
+            slice(columns.srtt, capacity),
+            slice(columns.pipe, capacity),
+            slice(columns.loop_tau, capacity),
+        )
+    };
     for ((report, &row), output) in reports.iter().zip(&rows).zip(outputs.iter_mut()) {
-        let tau = if params.tau.is_nan() { common.min_rtt[row] } else { params.tau };
+        // tau: configured; or the loop as measured (the RTT without the queue under load: what the window's
+        // b tau must cover), never below the smallest RTT; or, until it is measured, the smallest RTT
+        let tau = if !params.tau.is_nan() {
+            params.tau
+        } else if params.loop_measured != 0 && loop_tau[row] > common.min_rtt[row] {
+            loop_tau[row]
+        } else {
+            common.min_rtt[row]
+        };
         let rtt_steps = if tau > 0.0 && report.period > 0.0 { (tau / report.period).ceil() as i64 } else { 1 };
         let (down, k, served) = common.begin(row, report, now, params.channel_rate != 0, rtt_steps);
         // b tau is what one RTT carries: with smoothing, the served rate averaged over tau (a period's own
@@ -663,6 +691,19 @@ pub fn rnf_step(
             }
             smoothed[row]
         };
+        if params.loop_measured != 0 && !down && !in_flight[row].is_nan() && tau > 0.0 {
+            // what is in flight and not in the queue is on the wire, in the MAC or HARQ, or delivered with its
+            // ACK still on the way back: by Little's law b times the loop's RTT without the queue
+            let outside = (in_flight[row] - report.queue).max(0.0);
+            let weight = (-report.period / tau).exp();
+            pipe[row] = if pipe[row].is_nan() { outside } else { weight * pipe[row] + (1.0 - weight) * outside };
+            if b > 0.0 {
+                // within the RTT the sockets see, queue included: a rate estimate that lags a fall cannot
+                // stretch it further
+                let bound = if srtt[row] > 0.0 { srtt[row] } else { f64::INFINITY };
+                loop_tau[row] = (pipe[row] / b).min(bound);
+            }
+        }
         let (mut window, last_rate) = (common.w[row], rate_column[row]);
         let missing = window.is_nan();
         let known_rate = if last_rate.is_nan() { 0.0 } else { last_rate };
@@ -685,7 +726,7 @@ pub fn rnf_step(
             } else if params.target > 0.0 {
                 (params.target * rate).max(MIN_REFERENCE)
             } else if warm {
-                margin.max(MIN_REFERENCE)
+                margin.max(report.period * rate).max(MIN_REFERENCE) // at least a period's service: PERIOD_FLOOR
             } else {
                 ((tau / 2.0 + report.period) * rate).max(MIN_REFERENCE)
             }

@@ -67,13 +67,17 @@ const SMVS: [(&str, Init); 14] = [
     ("rate_errors", Init::F(0.0, 2)),
 ];
 
-const RNF: [(&str, Init); 6] = [
+const RNF: [(&str, Init); 10] = [
     ("rate", Init::F(NAN, 1)),
     ("queue_sum", Init::F(0.0, 1)),
     ("queue_count", Init::F(0.0, 1)),
     ("next_feedback", Init::F(NAN, 1)),
     ("q_ref", Init::F(NAN, 1)),
     ("smoothed", Init::F(NAN, 1)),
+    ("in_flight", Init::F(NAN, 1)),
+    ("srtt", Init::F(0.0, 1)),
+    ("pipe", Init::F(NAN, 1)),
+    ("loop_tau", Init::F(NAN, 1)),
 ];
 
 enum Column {
@@ -816,6 +820,46 @@ fn the_smoothed_rate_averages_over_tau_and_an_empty_queue_never_lowers_it() {
 }
 
 #[test]
+fn the_measured_loop_is_what_is_in_flight_outside_the_queue_over_the_rate() {
+    let mut params = rnf_params();
+    params.tau = NAN;
+    params.loop_measured = 1;
+    params.feedback_period = 10.0; // eq. (2) out of the way
+    let mut bank = Bank::rnf(1);
+    bank.f("min_rtt")[0] = 0.03;
+    bank.f("in_flight")[0] = 100_000.0;
+    bank.f("srtt")[0] = 0.2;
+    // nothing measured yet: tau is the smallest RTT, w = 1 MB/s x 30 ms + 20000; then the loop is measured:
+    // 100000 in flight less 20000 queued = 80000 B outside the queue, 80 ms at 1 MB/s
+    assert_eq!(rnf1(&params, &mut bank, report(0, 20_000.0, 10_000.0), 0.0).limit, 50_000);
+    assert_eq!(bank.f("pipe")[0], 80_000.0);
+    assert_close!(bank.f("loop_tau")[0], 0.08);
+    // a rate change: eq. (1) with tau = 80 ms, 1.5 MB/s x 0.08 + 20000; the pipe averages over those 80 ms
+    // (weight exp(-10/80) on the old): 40000 outside the queue now
+    let out = rnf1(&params, &mut bank, report(0, 60_000.0, 15_000.0), 0.01);
+    assert_eq!(out.limit, 140_000);
+    assert_close!(out.pacing, 140_000.0 / 0.08);
+    let pipe = 40_000.0 + (-0.125f64).exp() * 40_000.0;
+    assert_close!(bank.f("pipe")[0], pipe);
+    assert_close!(bank.f("loop_tau")[0], pipe / 1_500_000.0);
+    // the sockets' smoothed RTT bounds it (a rate estimate that lags a fall must not stretch the loop)
+    bank.f("srtt")[0] = 0.04;
+    rnf1(&params, &mut bank, report(0, 60_000.0, 15_000.0), 0.02);
+    assert_eq!(bank.f("loop_tau")[0], 0.04);
+    // and the smallest RTT floors it: a loop measured shorter than the min RTT is not used
+    bank.f("loop_tau")[0] = 0.01;
+    assert_eq!(rnf1(&params, &mut bank, report(0, 60_000.0, 30_000.0), 0.03).limit, 3_000_000 * 3 / 100 + 20_000);
+    // the paper's tau (loop_measured 0) is the smallest RTT whatever is in flight, and nothing is measured
+    params.loop_measured = 0;
+    let mut bank = Bank::rnf(1);
+    bank.f("min_rtt")[0] = 0.03;
+    bank.f("in_flight")[0] = 100_000.0;
+    rnf1(&params, &mut bank, report(0, 20_000.0, 10_000.0), 0.0);
+    assert_eq!(rnf1(&params, &mut bank, report(0, 60_000.0, 15_000.0), 0.01).limit, 65_000);
+    assert!(bank.f("pipe")[0].is_nan() && bank.f("loop_tau")[0].is_nan());
+}
+
+#[test]
 fn the_feedback_period_defaults_to_two_rtts_and_at_least_four_periods() {
     let mut params = rnf_params();
     params.feedback_period = NAN;
@@ -1079,12 +1123,19 @@ fn the_forecast_margin_is_the_98th_percentile_of_a_full_ring_and_the_default_ref
     params.target = 0.0; // the default: the loop delay's worth of the rate, then the margin
     let mut bank = Bank::smvs(1);
     fill_error_ring(&mut bank, 10);
-    // this step serves 100000 B against the forecast of 0: the ring's 256 errors are 0 to 25400 and 100000;
-    // the 98th percentile from above is the ceil(0.02 x 256) = 6th largest: 100000, 25400, ..., 25000
+    // this step serves 20000 B against the forecast of 0: the ring's 256 errors are 0 to 25400 and 20000;
+    // the 98th percentile from above is the ceil(0.02 x 256) = 6th largest: 25400, 25300, ..., 24900
+    smvs1(&params, &mut bank, report(0, 0.0, 20_000.0), 0.0);
+    assert_eq!(bank.f("errors")[ERROR_HORIZON - 1], 20_000.0);
+    assert_eq!(bank.f("margin")[0], 24_900.0);
+    assert_eq!(bank.f("q0")[0], 24_900.0); // warm (256 errors): the margin is the reference
+    // never less than a period's service: 100000 B served in the period (b_bar = b at the first step), over the
+    // margin 25000 (errors 0 to 25400 and 100000: the 6th largest)
+    let mut bank = Bank::smvs(1);
+    fill_error_ring(&mut bank, 10);
     smvs1(&params, &mut bank, report(0, 0.0, 100_000.0), 0.0);
-    assert_eq!(bank.f("errors")[ERROR_HORIZON - 1], 100_000.0);
     assert_eq!(bank.f("margin")[0], 25_000.0);
-    assert_eq!(bank.f("q0")[0], 25_000.0); // warm (256 errors): the margin is the reference
+    assert_eq!(bank.f("q0")[0], 100_000.0);
     // one error short of warm (49), the reference is still the loop's worth of the rate: 3 x 10 ms x 10 MB/s
     let mut bank = Bank::smvs(1);
     bank.i("error_count")[0] = 48;
@@ -1102,9 +1153,14 @@ fn a_warm_margin_is_rnfs_default_reference_too() {
     params.tau = 0.03; // span: 3 periods, as the ring's forecast was made for
     let mut bank = Bank::rnf(1);
     fill_error_ring(&mut bank, 10);
-    // 10 MB/s: w = 10 MB/s x 30 ms + the margin 25000 (as above)
-    assert_eq!(rnf1(&params, &mut bank, report(0, 0.0, 100_000.0), 0.0).limit, 325_000);
-    assert_eq!(bank.f("q_ref")[0], 25_000.0);
+    // 2 MB/s: w = 2 MB/s x 30 ms + the margin 24900 (as above)
+    assert_eq!(rnf1(&params, &mut bank, report(0, 0.0, 20_000.0), 0.0).limit, 84_900);
+    assert_eq!(bank.f("q_ref")[0], 24_900.0);
+    // at 10 MB/s a period's service, 100000 B, is more than the margin (25000): w = 300000 + 100000
+    let mut bank = Bank::rnf(1);
+    fill_error_ring(&mut bank, 10);
+    assert_eq!(rnf1(&params, &mut bank, report(0, 0.0, 100_000.0), 0.0).limit, 400_000);
+    assert_eq!(bank.f("q_ref")[0], 100_000.0);
 }
 
 #[test]

@@ -8,8 +8,13 @@
   could carry, so it may raise the rate but never lower it; with `channel_rate` (the default) it counts as served
   at the rate the UE's CQI offers (as `smvs.py`), or at 2^(1/n) times the last rate before that is known, n the
   RTT in periods (doubling per RTT).
-  `tau` is the RTT between proxy and UE without queueing: configured, or the smallest RTT of the UE's
-  connections (TCP_INFO min_rtt). The smoothed RTT would count the queue q_ref twice.
+  `tau` is the RTT between proxy and UE without queueing: configured; or, by default (`loop_delay =
+  "measured"`), the loop as measured under load: by Little's law the bytes in flight outside the eNB queue (the
+  sockets' unacknowledged bytes less the reported queue, averaged over tau) over b, never below the smallest RTT
+  of the UE's connections (TCP_INFO min_rtt) nor above their smoothed RTT. On the real eNB the loaded loop is
+  longer than the idle one (HARQ, RLC AM status, the UE's uplink grants for its ACKs), and a window of b times the
+  idle RTT leaves the queue empty (proxy/README.md). `loop_delay = "rtt"` is the paper's: the smallest RTT (the
+  smoothed RTT would count the queue q_ref twice).
 - q_ref: in bytes (`q_ref_bytes`, the paper's); a delay target (`target_ms`) times the rate of the last
   feed-forward; by default the forecast margin: the 98th percentile, over the last 2.56 s, of what one RTT served
   beyond the b*tau the window counted on (before 50 such errors are known, tau/2 + Ts of the rate: the period
@@ -41,7 +46,7 @@ import numpy as np
 from pydantic import Field, model_validator
 from rnf_foundation.config import Strict
 
-from rnf_proxy.control import ControllerState, Mode
+from rnf_proxy.control import AckSample, ControllerState, Decision, Mode, Sample
 from rnf_proxy.feedback import RanController, RowBank
 
 MIN_WINDOW_BYTES = 2 * 1448
@@ -63,6 +68,9 @@ class RnfConfig(Strict):
     overflow_guard: bool = Field(default=True, description="the window stays under B_max less a margin")
     channel_rate: bool = Field(
         default=True, description="a period that ends with an empty queue is served at the rate its CQI offers"
+    )
+    loop_delay: Literal["measured", "rtt"] = Field(
+        default="measured", description="tau: the loop measured under load, or the smallest RTT (paper)"
     )
     rate_change: float = Field(default=0.1, ge=0, description="relative change that triggers feed-forward")
     ts_s: float = Field(default=0.01, gt=0, description="telemetry period")
@@ -88,6 +96,7 @@ class NativeRnfParams(ctypes.Structure):
         ("smooth_rate", ctypes.c_int64),
         ("guard", ctypes.c_int64),
         ("channel_rate", ctypes.c_int64),
+        ("loop_measured", ctypes.c_int64),
     )
 
 
@@ -101,6 +110,10 @@ class RnfBank(RowBank):
     next_feedback: np.ndarray
     q_ref: np.ndarray
     smoothed: np.ndarray
+    in_flight: np.ndarray
+    srtt: np.ndarray
+    pipe: np.ndarray
+    loop_tau: np.ndarray
 
     def __init__(self, config: RnfConfig, capacity: int = 16) -> None:
         self.config = config
@@ -114,6 +127,7 @@ class RnfBank(RowBank):
             config.smooth_rate,
             config.overflow_guard,
             config.channel_rate,
+            config.loop_delay == "measured",
         )
         super().__init__("rnf_rnf_step", parameters, capacity)
 
@@ -125,6 +139,10 @@ class RnfBank(RowBank):
             "next_feedback": np.full(capacity, np.nan),
             "q_ref": np.full(capacity, np.nan),
             "smoothed": np.full(capacity, np.nan),
+            "in_flight": np.full(capacity, np.nan),  # bytes, the sockets' last sample
+            "srtt": np.zeros(capacity),  # s, the sockets' last sample
+            "pipe": np.full(capacity, np.nan),  # bytes in flight outside the queue, averaged over tau
+            "loop_tau": np.full(capacity, np.nan),  # s, pipe / b
         }
 
     def state(self, row: int) -> ControllerState:
@@ -150,3 +168,9 @@ class Rnf(RanController):
         super().__init__(bank, bank.config.ts_s, bank.config.stale_periods)
         self.config = bank.config
         self.rnf_bank = bank
+
+    def update(self, sample: Sample, now: float) -> Decision:
+        if isinstance(sample, AckSample):  # what the sockets hold in flight, for the measured loop
+            self.rnf_bank.in_flight[self.row] = sample.in_flight
+            self.rnf_bank.srtt[self.row] = sample.srtt_s
+        return super().update(sample, now)
