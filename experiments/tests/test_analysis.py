@@ -10,14 +10,19 @@ import pytest
 from rnf_experiments import analysis
 
 
-def test_busy_is_the_union_of_transfers_from_start_to_last_byte():
+def test_busy_is_the_union_of_transfers_from_first_to_last_byte():
     flows = [
-        {"start_ns": 0, "last_byte_ns": 30},
-        {"start_ns": 50, "last_byte_ns": 70},  # a second page after a think time of 20 ns
+        {"start_ns": 0, "first_byte_ns": 5, "last_byte_ns": 30},
+        {"start_ns": 45, "first_byte_ns": 50, "last_byte_ns": 70},  # a second page after a think time
         {"start_ns": 60, "last_byte_ns": 0},  # never received a byte: not busy on its own
+        {"start_ns": 85, "last_byte_ns": 100},  # no first byte recorded: from the connection attempt
     ]
-    times = np.array([0, 10, 30, 40, 50, 60, 70, 80])
-    assert analysis.busy(flows, times).tolist() == [False, True, True, False, False, True, True, False]
+    times = np.array([0, 10, 30, 40, 50, 60, 70, 80, 90, 100])
+    assert analysis.busy(flows, times).tolist() == [False, True, True, False, False, True, True, False, True, True]
+    # the handshake and the request before the first byte are not busy: 5 < t <= 30 only
+    assert analysis.busy([{"start_ns": 0, "first_byte_ns": 20, "last_byte_ns": 30}], times).tolist() == [
+        False, False, True, False, False, False, False, False, False, False,
+    ]  # fmt: skip
 
 
 def test_aggregate_groups_repetitions_by_arm_and_sweep_value():

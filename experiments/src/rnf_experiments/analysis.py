@@ -252,12 +252,15 @@ def load_arm_run(directory: Path) -> ArmRun:
 
 
 def busy(flows: list[dict[str, Any]], time_ns: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    """Which instants lie inside some transfer, from its connection attempt to its last byte: while data was
-    waiting to be sent (a web session's think times and a late flow's wait are not)."""
+    """Which instants lie inside some transfer, from its first byte to its last: while its data could be at the
+    eNB. Before the first byte reaches the UE, the handshake and the request are on their way and no sender can
+    use the link (a flow that records no first byte counts from its connection attempt); a web session's think
+    times and a late flow's wait are not inside either."""
     inside = np.zeros(time_ns.shape, dtype=bool)
     for flow in flows:
         if flow["last_byte_ns"]:
-            inside |= (time_ns > flow["start_ns"]) & (time_ns <= flow["last_byte_ns"])
+            start = flow.get("first_byte_ns") or flow["start_ns"]
+            inside |= (time_ns > start) & (time_ns <= flow["last_byte_ns"])
     return inside
 
 
