@@ -19,13 +19,14 @@ DATAPATH := virtual-cell/datapath/target/release/rnf-cell-dp
 RELAY := proxy/relay/target/release/librnf_relay.so
 STAMP := .make
 
-.PHONY: help setup system-packages python rust lock demo test lint bench bench-latency clean
+.PHONY: help setup system-packages python rust lock demo test lint bench bench-latency srsran clean
 
 help:
 	@echo "make demo    install everything, then run a short reproduction of paper 000 Fig. 11 on the virtual cell"
 	@echo "make test    install everything, then run the test suite (as root: it builds network namespaces)"
 	@echo "make bench   the benchmarks behind docs/benchmarks.md (SRSRAN_BUILD=... adds the bridge on the real stack)"
 	@echo "make bench-latency   the latency suite alone (docs/benchmarks.md; fetches two public LTE traces)"
+	@echo "make srsran  srsRAN_4G release_23_11 with enb-patches/ built in SRSRAN_DIR ($(SRSRAN_DIR)); prints SRSRAN_BUILD"
 
 setup: $(STAMP)/system $(STAMP)/python $(DATAPATH) $(RELAY)
 
@@ -85,6 +86,23 @@ bench: setup bench-latency
 	$(VENV)/bin/python -m rnf_proxy.bench
 	@if [ -n "$$SRSRAN_BUILD" ]; then $(VENV)/bin/python -m rnf_experiments.cells.bench; \
 	else echo "make bench: SRSRAN_BUILD is not set: the bridge on the real stack is not measured"; fi
+
+# srsRAN 4G with the patch series, outside the repository: SRSRAN_DIR holds the clone (srsRAN_4G/) and the build
+# tree (build/). As root, the build packages first (enb-patches/README.md, Build; libuhd-dev adds USRP support when
+# installed beforehand). enb-patches/build.sh clones SRSRAN_REPO, applies the series, builds and runs the series'
+# unit tests; run again, it resumes or finds nothing to do. Neither `test` nor `demo` needs it.
+SRSRAN_DIR ?= $(abspath ../srsran)
+SRSRAN_REPO ?= https://github.com/srsran/srsRAN_4G.git
+SRSRAN_APT_PACKAGES := build-essential cmake git pkg-config libfftw3-dev libmbedtls-dev libboost-program-options-dev \
+	libconfig++-dev libsctp-dev libzmq3-dev
+srsran:
+	@if [ "$$(id -u)" = 0 ]; then \
+		missing="$$(for p in $(SRSRAN_APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+			| grep -q 'ok installed' || echo $$p; done)"; \
+		if [ -n "$$missing" ]; then apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi; \
+	else echo "make srsran: not root, so the build packages are not installed: $(SRSRAN_APT_PACKAGES)"; fi
+	enb-patches/build.sh --repo '$(SRSRAN_REPO)' --dir '$(SRSRAN_DIR)'
 
 clean:
 	rm -rf $(STAMP) $(VENV) $(TOOLS) virtual-cell/datapath/target proxy/relay/target
