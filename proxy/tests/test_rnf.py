@@ -53,9 +53,14 @@ def test_outage_freezes_the_window_and_resumes_with_it():
     rnf.update(report(50_000, 1_250_000), now=0.0)
     frozen = rnf.update(report(50_000, 0, outage=True), now=TS)
     assert frozen.limit == 100_000 and rnf.state().outage
-    frozen = rnf.update(report(50_000, 0), now=2 * TS)  # nothing served while data waited
-    assert frozen.limit == 100_000 and rnf.state().outage
-    assert rnf.update(report(50_000, 1_250_000), now=3 * TS).limit == 100_000
+    assert rnf.update(report(50_000, 1_250_000), now=2 * TS).limit == 100_000
+
+
+def test_a_period_that_served_nothing_unflagged_is_the_rate_falling_not_an_outage():
+    rnf = Rnf(CONFIG)
+    rnf.update(report(50_000, 1_250_000), now=0.0)
+    fallen = rnf.update(report(50_000, 0), now=TS)  # nothing served while data waited, no flag
+    assert fallen.limit == 50_000 and not rnf.state().outage  # eq. (1) with b = 0: w = q_ref
 
 
 def test_measured_min_rtt_is_tau_when_not_configured():

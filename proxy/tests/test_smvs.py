@@ -294,15 +294,25 @@ def test_outage_freezes_the_average_and_releases_nothing_then_resumes_at_once():
     assert outage.limit == 0 and smvs.state().outage
     assert bank.b_bar[row] == b_bar
     assert (bank.eta_low[row] == etas[0]).all() and (bank.eta_high[row] == etas[1]).all()
-    # no flag, but nothing served for a whole period while data waited: an outage too
-    silent = smvs.update(report(10_000, 0), now=21 * TS)
-    assert silent.limit == 0 and smvs.state().outage and bank.b_bar[row] == b_bar
+    second = smvs.update(report(10_000, 0, outage=True), now=21 * TS)
+    assert second.limit == 0 and smvs.state().outage and bank.b_bar[row] == b_bar
     resumed = smvs.update(report(10_000, 2_000), now=22 * TS)
     assert not smvs.state().outage
     # the two outage steps released nothing: S = 0 - 2*b_bar*Ts + (0 + 0) = -4000 with b_bar = 200000,
     # so the quota jumps above b_bar*Ts at once
     assert smvs.state().s == pytest.approx(-4_000, abs=1)
     assert resumed.limit > 2_000
+
+
+def test_a_period_that_served_nothing_unflagged_is_a_sample_of_the_rate_not_an_outage():
+    # a recorded drive trace's gaps: leaving them out of eq. (19) would make b_bar the rate while serving
+    smvs = Smvs(HAND)
+    for k in range(20):
+        smvs.update(report(10_000, 2_000), now=k * TS)
+    b_bar = smvs.bank.b_bar[smvs.row]
+    smvs.update(report(10_000, 0), now=20 * TS)
+    assert not smvs.state().outage
+    assert smvs.bank.b_bar[smvs.row] == pytest.approx(0.5 * b_bar)  # alpha = 0.5, b = 0
 
 
 def test_idle_link_with_an_empty_queue_is_not_an_outage():

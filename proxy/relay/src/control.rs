@@ -274,8 +274,11 @@ impl Common<'_> {
     ) -> (bool, i64, f64) {
         self.last_report[row] = now;
         self.in_fallback[row] = false;
-        // flagged, or nothing served for a whole period while data was already waiting
-        let down = report.flagged != 0.0 || (report.served == 0.0 && report.queue > 0.0 && self.prev_queue[row] > 0.0);
+        // flagged by the eNB. A period that served nothing while data waited is not an outage unless flagged: on a
+        // bursty link (a recorded drive trace) such gaps are a fraction of all periods, and leaving them out of the
+        // rate estimates made b_bar the rate while serving, so the prediction S(k) counted on service the loop
+        // would not get and the queue sat a loop's worth of that excess above q0
+        let down = report.flagged != 0.0;
         let backlogged = report.queue > 0.0 && self.prev_queue[row] > 0.0;
         self.prev_queue[row] = report.queue;
         self.steps[row] += 1;

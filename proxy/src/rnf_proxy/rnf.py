@@ -28,7 +28,8 @@
 - Paced start: sending toward the UE is paced at w/tau, so a new window (the first one, or after an outage)
   goes out over one RTT instead of as a burst; in steady state the in-flight window binds first.
 
-Outage (flagged, or nothing served for a period while data was queued): w freezes, neither law runs; with
+Outage (flagged by the eNB; a period that served nothing while data waited is the rate falling, not an outage):
+w freezes, neither law runs; with
 no ACKs nothing more leaves, and when the link returns the frozen window is there at once.
 Stale telemetry: as `smvs.py`, the UE is handed to the adaptive-EWMA controller until telemetry returns.
 

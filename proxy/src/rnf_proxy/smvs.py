@@ -35,7 +35,8 @@ Step k lasts Ts, the telemetry period, and begins when the UE's telemetry of per
 - Overflow guard (`overflow_guard`): w(k) never takes q(k) + the quotas in flight + w(k) past B_max less 4 % and
   3000 B (headers the quotas do not count), as if nothing were served from now on: no self-inflicted RLC drop.
 
-Outage (flagged, or nothing served for a whole period while data was already queued): the quota is 0 for
+Outage (flagged by the eNB; a period that served nothing while data waited is a sample of the rate, b = 0 in
+eq. (19), not an outage: on a bursty link such gaps are part of the service): the quota is 0 for
 that step and is recorded as such in the w history (nothing was released), while b_bar and the eta horizon
 freeze; when the link returns, the first step uses the pre-outage b_bar, so sending resumes at once.
 
