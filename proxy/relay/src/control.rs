@@ -346,7 +346,8 @@ impl Common<'_> {
 
 /// The q-quantile of `values` from above: the ceil((1 - q) n)-th largest, found in one pass (a few values).
 fn upper_quantile(values: &[f64], q: f64) -> f64 {
-    let rank = (((1.0 - q) * values.len() as f64).ceil() as usize).clamp(1, TOP_MAX);
+    // 1 - 0.98 is 0.020000000000000018 in binary: without the tolerance, 50 values would take the 2nd largest
+    let rank = (((1.0 - q) * values.len() as f64 - 1e-9).ceil() as usize).clamp(1, TOP_MAX);
     let mut top = [f64::NEG_INFINITY; TOP_MAX];
     for &value in values {
         if value > top[rank - 1] {

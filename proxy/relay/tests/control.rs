@@ -1148,6 +1148,53 @@ fn the_forecast_margin_is_the_98th_percentile_of_a_full_ring_and_the_default_ref
 }
 
 #[test]
+fn the_margin_is_the_98th_percentile_of_the_ring_at_every_step_as_it_fills_and_wraps() {
+    // the margin is kept up to date without sorting the ring each step (only when the new error or the one it
+    // replaces is at or above it): checked against a sort of the ring itself after every step, over a
+    // pseudo-random service long enough to fill the ring twice
+    let mut params = smvs_params();
+    params.target = 0.0;
+    let mut bank = Bank::smvs(1);
+    let mut state: u64 = 12_345;
+    for step in 0..(2 * ERROR_HORIZON + 40) {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let served = 1000.0 + ((state >> 33) % 20_000) as f64;
+        smvs1(&params, &mut bank, report(0, 10_000.0, served), step as f64 * TS);
+        let count = bank.i("error_count")[0] as usize;
+        if count == 0 {
+            continue;
+        }
+        let mut ring: Vec<f64> = bank.f("errors")[..count.min(ERROR_HORIZON)].to_vec();
+        ring.sort_by(|a, b| b.total_cmp(a));
+        let rank = (0.02 * ring.len() as f64).ceil() as usize; // the ceil(0.02 n)-th largest
+        assert_eq!(bank.f("margin")[0], ring[rank - 1], "step {step}, {count} errors");
+    }
+}
+
+#[test]
+fn the_loop_is_measured_only_with_an_rtt_and_a_rate_and_bounded_only_by_a_known_srtt() {
+    let mut params = rnf_params();
+    params.tau = NAN;
+    params.loop_measured = 1;
+    params.feedback_period = 10.0;
+    // no RTT known yet (tau 0): nothing is measured
+    let mut bank = Bank::rnf(1);
+    bank.f("in_flight")[0] = 100_000.0;
+    rnf1(&params, &mut bank, report(0, 20_000.0, 10_000.0), 0.0);
+    assert!(bank.f("pipe")[0].is_nan() && bank.f("loop_tau")[0].is_nan());
+    // an RTT, but nothing served (b = 0): the pipe is averaged, the loop is not divided by 0
+    let mut bank = Bank::rnf(1);
+    bank.f("min_rtt")[0] = 0.03;
+    bank.f("in_flight")[0] = 100_000.0;
+    rnf1(&params, &mut bank, report(0, 20_000.0, 0.0), 0.0);
+    assert_eq!(bank.f("pipe")[0], 80_000.0);
+    assert!(bank.f("loop_tau")[0].is_nan());
+    // no smoothed RTT from the sockets (0): no bound, pipe / b = 80000 / 1 MB/s
+    rnf1(&params, &mut bank, report(0, 20_000.0, 10_000.0), 0.01);
+    assert_close!(bank.f("loop_tau")[0], 0.08);
+}
+
+#[test]
 fn a_warm_margin_is_rnfs_default_reference_too() {
     let mut params = rnf_params();
     params.q_ref = NAN;
