@@ -341,6 +341,24 @@ def test_srsenb_cpu_with_and_without_telemetry(stack_factory: Callable[..., SrsS
 RUN_S = 12
 
 
+def _run_shortened(
+    name: str, srsran_build: SrsranBuild, sctp_preload: str | None, output: Path, timeout_s: float
+) -> Path:
+    """`rnf run experiments/scenarios/NAME.toml` for RUN_S seconds per arm, in namespaces of its own; its results
+    folder. The comparison table is printed, for the figures a passing run quotes."""
+    env = {**os.environ, "SRSRAN_BUILD": str(srsran_build.build), "COLUMNS": "160"}
+    if sctp_preload:
+        env["SCTPSHIM"] = sctp_preload
+    command = [str(RNF), "run", str(REPO / "experiments" / "scenarios" / f"{name}.toml")]
+    command += ["--set", f"duration_s={RUN_S}", "--set", f"cell.namespace_prefix=run{uuid.uuid4().hex[:5]}"]
+    command += ["--output", str(output)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout_s)
+    print(f"\n$ rnf run experiments/scenarios/{name}.toml --set duration_s={RUN_S} ...\n" + result.stdout[-3000:])
+    assert result.returncode == 0, result.stderr[-3000:]
+    (results,) = output.glob(f"*-{name}")
+    return results
+
+
 @pytest.mark.root
 @pytest.mark.timeout(900)
 def test_rnf_run_on_the_srsran_cell_compares_smvs_with_cubic(
@@ -349,18 +367,7 @@ def test_rnf_run_on_the_srsran_cell_compares_smvs_with_cubic(
     """`rnf run experiments/scenarios/srsran-smvs.toml`, shortened: the results folder has both arms, utilization
     figures that are numbers, each run's queue series (the `telemetry` and `cell` measurements), and the one-way
     delay through the cell from the packet captures, none lost, carrying the bytes the UE received."""
-    scenario = REPO / "experiments" / "scenarios" / "srsran-smvs.toml"
-    prefix = "run" + uuid.uuid4().hex[:5]
-    env = {**os.environ, "SRSRAN_BUILD": str(srsran_build.build), "COLUMNS": "120"}
-    if sctp_preload:
-        env["SCTPSHIM"] = sctp_preload
-    command = [str(RNF), "run", str(scenario), "--set", f"duration_s={RUN_S}", "--set"]
-    command += [f"cell.namespace_prefix={prefix}", "--output", str(tmp_path)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=800)
-    print("\n$ rnf run experiments/scenarios/srsran-smvs.toml --set duration_s=12 ...\n" + result.stdout[-3000:])
-    assert result.returncode == 0, result.stderr[-3000:]
-
-    (results,) = tmp_path.glob("*-srsran-smvs")
+    results = _run_shortened("srsran-smvs", srsran_build, sctp_preload, tmp_path, timeout_s=800)
     summary = json.loads((results / "summary.json").read_text())
     assert set(summary["arms"]) == {"smvs", "cubic"}
     for arm, values in summary["arms"].items():
@@ -406,18 +413,7 @@ def test_the_controllers_with_their_defaults_keep_the_real_queue_short_without_l
     this stack, close the loop on srsenb's telemetry. Each holds the queue it reads: no RLC drop, the link used as
     well as by the end-to-end senders give or take a few points, and a p95 one-way delay through the cell (from the
     captures) under half of CUBIC's, which fills the queue (on this stack: 20-30 ms against 160-175 ms)."""
-    scenario = REPO / "experiments" / "scenarios" / "srsran-latency.toml"
-    prefix = "run" + uuid.uuid4().hex[:5]
-    env = {**os.environ, "SRSRAN_BUILD": str(srsran_build.build), "COLUMNS": "160"}
-    if sctp_preload:
-        env["SCTPSHIM"] = sctp_preload
-    command = [str(RNF), "run", str(scenario), "--set", f"duration_s={RUN_S}", "--set"]
-    command += [f"cell.namespace_prefix={prefix}", "--output", str(tmp_path)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1100)
-    print("\n$ rnf run experiments/scenarios/srsran-latency.toml --set duration_s=12 ...\n" + result.stdout[-3000:])
-    assert result.returncode == 0, result.stderr[-3000:]
-
-    (results,) = tmp_path.glob("*-srsran-latency")
+    results = _run_shortened("srsran-latency", srsran_build, sctp_preload, tmp_path, timeout_s=1100)
     arms = json.loads((results / "summary.json").read_text())["arms"]
     assert set(arms) == {"smvs", "rnf", "cubic", "bbr"}
     senders = min(arms["cubic"]["utilization"], arms["bbr"]["utilization"])
