@@ -56,6 +56,7 @@ pub struct CommonColumns {
     errors: *mut f64,      // capacity x ERROR_HORIZON: what the loop served beyond its forecast, a ring
     error_count: *mut i64, // errors recorded
     margin: *mut f64,      // the ERROR_QUANTILE of the errors, bytes (NaN before the first)
+    measured: *mut bool,   // a period has stayed backlogged: the rates are the link's, the start-up is over
 }
 
 #[repr(C)]
@@ -220,6 +221,7 @@ struct Common<'a> {
     errors: &'a mut [f64],
     error_count: &'a mut [i64],
     margin: &'a mut [f64],
+    measured: &'a mut [bool],
 }
 
 /// # Safety
@@ -253,6 +255,7 @@ impl Common<'_> {
                 errors: slice(columns.errors, capacity * ERROR_HORIZON),
                 error_count: slice(columns.error_count, capacity),
                 margin: slice(columns.margin, capacity),
+                measured: slice(columns.measured, capacity),
             }
         }
     }
@@ -281,6 +284,7 @@ impl Common<'_> {
         let down = report.flagged != 0.0;
         let backlogged = report.queue > 0.0 && self.prev_queue[row] > 0.0;
         self.prev_queue[row] = report.queue;
+        self.measured[row] |= backlogged && !down;
         self.steps[row] += 1;
         let served = rate(report);
         if !report.cqi.is_nan() {
@@ -314,7 +318,10 @@ impl Common<'_> {
 
     /// The forecast margin, bytes: how much more than forecast the link served over one loop delay, the
     /// ERROR_QUANTILE of the last ERROR_HORIZON steps. `service` is this period's b(k) Ts, `forecast` what the law
-    /// expects the next `loop_steps` periods to serve, `loop_steps` the loop delay. Outage steps are left out.
+    /// expects the next `loop_steps` periods to serve, `loop_steps` the loop delay. Outage steps are left out,
+    /// and so are the forecasts made before the first backlogged period: until then the rate estimates start
+    /// from nothing and the served rate is only what arrived, so their errors measure the start-up, not the
+    /// link (on a recorded drive trace they held the margin at the guard's cap for its whole horizon).
     fn forecast_margin(&mut self, row: usize, k: i64, service: f64, forecast: f64, loop_steps: i64) -> f64 {
         let ring = |step: i64| row * FORECAST_RING + step.rem_euclid(FORECAST_RING as i64) as usize;
         self.services[ring(k)] = service;
@@ -339,7 +346,7 @@ impl Common<'_> {
                 }
             }
         }
-        self.forecasts[ring(k)] = forecast;
+        self.forecasts[ring(k)] = if self.measured[row] { forecast } else { f64::NAN };
         self.margin[row].max(0.0)
     }
 }
@@ -459,6 +466,7 @@ pub fn smvs_step(
         }
         let previous_queue = common.prev_queue[row];
         let start_loop = measured_loop(loop_steps[row], common.min_rtt[row], ts);
+        let starting = !common.measured[row];
         let (down, k, b) = common.begin(row, report, now, params.channel_rate != 0, start_loop);
         // what reached the queue during the period, against the quotas released before: the loop delay
         let arrived = (report.queue - previous_queue + report.served + report.dropped).max(0.0);
@@ -472,7 +480,12 @@ pub fn smvs_step(
         if let Some(lag) = lag {
             loop_steps[row] = lag;
         }
-        let old = b_bar_column[row];
+        let mut old = b_bar_column[row];
+        if starting && common.measured[row] && !params.target.is_nan() && !b_fast[row].is_nan() {
+            // the start-up is over: eq. (19)'s average began at nothing and lags a link it has never seen by its
+            // time constant, 1 / (1 - alpha) periods; it goes on from the fast one, which follows within a few
+            old = old.max(b_fast[row]);
+        }
         let errors = &mut rate_errors[row * 2..row * 2 + 2];
         if !down && !old.is_nan() && !b_fast[row].is_nan() {
             // how well each average foretold this period: the law uses the one that has lately done better

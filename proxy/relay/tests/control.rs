@@ -30,7 +30,7 @@ enum Init {
     B(bool),
 }
 
-const COMMON: [(&str, Init); 17] = [
+const COMMON: [(&str, Init); 18] = [
     ("min_rtt", Init::F(0.0, 1)),
     ("prev_queue", Init::F(0.0, 1)),
     ("steps", Init::I(0)),
@@ -48,6 +48,7 @@ const COMMON: [(&str, Init); 17] = [
     ("errors", Init::F(0.0, ERROR_HORIZON)),
     ("error_count", Init::I(0)),
     ("margin", Init::F(NAN, 1)),
+    ("measured", Init::B(false)),
 ];
 
 const SMVS: [(&str, Init); 14] = [
@@ -1086,6 +1087,7 @@ fn the_forecast_margin_is_the_largest_excess_of_service_over_its_forecast_one_lo
     let mut bank = Bank::smvs(1);
     bank.f("q0")[0] = 10_000.0;
     bank.f("eps")[0] = 10_000.0;
+    bank.flag("measured")[0] = true; // past its start-up
     // d = 1: a loop of 3 steps; the forecast at step k is 3 x b_bar Ts, checked at step k + 3 against the
     // service of steps k + 1 to k + 3
     let served = [5000.0, 5000.0, 5000.0, 8000.0, 2000.0, 2000.0];
@@ -1104,6 +1106,67 @@ fn the_forecast_margin_is_the_largest_excess_of_service_over_its_forecast_one_lo
     down.flagged = 1.0;
     smvs1(&params, &mut bank, down, 0.06);
     assert_eq!((bank.i("error_count")[0], bank.f("margin")[0]), (3, 3000.0));
+}
+
+#[test]
+fn forecasts_made_before_the_first_backlogged_period_teach_the_margin_nothing() {
+    // the start: the queue is empty, then holds data at one report, then at two in a row (backlogged)
+    let params = smvs_params(); // d = 1: a loop of 3 steps
+    let mut bank = Bank::smvs(1);
+    bank.f("q0")[0] = 10_000.0;
+    bank.f("eps")[0] = 10_000.0;
+    let queues = [0.0, 0.0, 5000.0, 5000.0, 5000.0, 5000.0, 5000.0, 5000.0];
+    for (step, &queue) in queues.iter().enumerate() {
+        smvs1(&params, &mut bank, report(0, queue, 5000.0), step as f64 * TS);
+        // backlogged from the 4th report (step 4) on: the data waited through the whole period
+        assert_eq!(bank.flag("measured")[0], step >= 3, "step {}", step + 1);
+    }
+    // steps 1-3 forecast nothing; step 4's forecast (3 x 500 kB/s x 10 ms) is checked at step 7, step 5's at 8
+    let forecasts = bank.f("forecasts")[1..9].to_vec();
+    assert!(forecasts[..3].iter().all(|f| f.is_nan()), "{forecasts:?}");
+    assert_eq!(forecasts[3..], [15_000.0; 5]);
+    assert_eq!(bank.i("error_count")[0], 2);
+    assert_eq!(bank.f("errors")[..2], [0.0, 0.0]);
+    // an outage is no backlogged period, whatever the queue
+    let mut bank = Bank::smvs(1);
+    let mut down = report(0, 5000.0, 0.0);
+    down.flagged = 1.0;
+    for step in 0..3 {
+        smvs1(&params, &mut bank, down, step as f64 * TS);
+    }
+    assert!(!bank.flag("measured")[0]);
+}
+
+#[test]
+fn at_the_end_of_the_start_up_the_slow_rate_average_goes_on_from_the_fast_one() {
+    // a delay target, alpha 0.5 (smvs_params): b_bar and b_fast both start at the first period's rate; the
+    // queue empties while the rate is 100, 200, 400 kB/s (b_fast follows at 1/2, b_bar at 1 - alpha), then
+    // data waits through a period at 800 kB/s
+    let mut params = smvs_params();
+    params.alpha = 0.9;
+    params.target = 0.02;
+    let mut bank = Bank::smvs(1);
+    let steps = [(0.0, 1000.0), (0.0, 2000.0), (0.0, 4000.0), (5000.0, 8000.0), (5000.0, 8000.0)];
+    for (step, &(queue, served)) in steps.iter().enumerate().take(4) {
+        smvs1(&params, &mut bank, report(0, queue, served), step as f64 * TS);
+    }
+    // not yet backlogged (the queue was empty at the report before): eq. (19) from 100 kB/s,
+    // 0.9 x 100k + 0.1 x 200k = 110k, then 139k, then 205.1k; the fast one 150k, 275k, 537.5k
+    assert_close!(bank.f("b_bar")[0], 205_100.0);
+    assert_close!(bank.f("b_fast")[0], 537_500.0);
+    let (queue, served) = steps[4];
+    smvs1(&params, &mut bank, report(0, queue, served), 0.04);
+    // backlogged: the average goes on from 537.5k, not 205.1k: 0.9 x 537.5k + 0.1 x 800k
+    assert_close!(bank.f("b_bar")[0], 563_750.0);
+    // with q0 in bytes (the paper's law) eq. (19) goes on from its own value
+    params.target = NAN;
+    let mut bank = Bank::smvs(1);
+    bank.f("q0")[0] = 10_000.0;
+    bank.f("eps")[0] = 10_000.0;
+    for (step, &(queue, served)) in steps.iter().enumerate() {
+        smvs1(&params, &mut bank, report(0, queue, served), step as f64 * TS);
+    }
+    assert_close!(bank.f("b_bar")[0], 0.9 * 205_100.0 + 0.1 * 800_000.0);
 }
 
 /// Row 0 of `bank` made to have taken `steps` steps, its error ring full but one slot, holding 0, 100, ...,
@@ -1217,6 +1280,7 @@ fn rows_are_independent_whatever_is_stepped_beside_them() {
     let mut bank = Bank::smvs(3);
     bank.f("q0").fill(10_000.0);
     bank.f("eps").fill(10_000.0);
+    bank.flag("measured").fill(true);
     // row 0: the steps of smvs_quotas_follow_eq_36_step_by_step. Rows 1 and 2: 20000 B queued, 500 kB/s then
     // 600 kB/s. Step 1: S = 0, w = 5000. Step 2: b_bar 550k, eta 500 (eta_1 = eta_2 = 250), S = 20000 - 10000
     // - 11000 + 5000 = 4000, w = 5500 + 250 - 2000 - 350 = 3400. Step 3: b_bar 575k, eta 250 afresh in block 0
@@ -1315,6 +1379,7 @@ fn rnfs_forecast_is_the_fed_forward_rate_over_one_rtt_of_periods() {
     let mut params = rnf_params();
     params.tau = 0.025; // 2.5 periods: a span of 3
     let mut bank = Bank::rnf(1);
+    bank.flag("measured")[0] = true;
     rnf1(&params, &mut bank, report(0, 5000.0, 5000.0), 0.0);
     rnf1(&params, &mut bank, report(0, 5000.0, 5200.0), 0.01);
     // step 1: no rate fed forward yet, 0; step 2: 500 kB/s x 3 x 10 ms
@@ -1323,6 +1388,7 @@ fn rnfs_forecast_is_the_fed_forward_rate_over_one_rtt_of_periods() {
     // without an RTT, one period
     params.tau = NAN;
     let mut bank = Bank::rnf(1);
+    bank.flag("measured")[0] = true;
     rnf1(&params, &mut bank, report(0, 5000.0, 5000.0), 0.0);
     rnf1(&params, &mut bank, report(0, 5000.0, 5200.0), 0.01);
     assert_eq!(bank.f("forecasts")[2], 5000.0);

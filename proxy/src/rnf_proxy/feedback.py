@@ -55,7 +55,8 @@ class RowBank:
     Common columns: the smallest RTT measured (`min_rtt`), the previous queue (outage detection), the step
     count, when telemetry last arrived, whether the fallback is in force, the last step's recorded
     quantities (`w`, `q`, `b`, `s`, `outage`), the channel's rate per unit of spectral efficiency learnt while
-    the queue was backlogged (`per_efficiency`, bytes/s per bit/RE) and the last CQI reported; and, as a
+    the queue was backlogged (`per_efficiency`, bytes/s per bit/RE) and the last CQI reported; the forecast margin's
+    rings; whether a period has stayed backlogged (`measured`: the start-up is over); and, as a
     list, the decision in force per row.
     """
 
@@ -77,6 +78,7 @@ class RowBank:
     errors: np.ndarray
     error_count: np.ndarray
     margin: np.ndarray
+    measured: np.ndarray
 
     def __init__(self, law: str, parameters: ctypes.Structure, capacity: int = 16) -> None:
         self.size = 0
@@ -104,6 +106,7 @@ class RowBank:
             "errors": np.zeros((capacity, ERROR_HORIZON)),
             "error_count": np.zeros(capacity, dtype=np.int64),
             "margin": np.full(capacity, np.nan),
+            "measured": np.zeros(capacity, dtype=bool),
         }
 
     def _allocate(self, capacity: int) -> None:
