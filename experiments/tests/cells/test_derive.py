@@ -6,13 +6,15 @@ from rnf_telemetry.message import TelemetryMessage
 MS = 1_000_000
 
 
-def message(time_ms: int, grant_ttis: int, new: int, retx: int = 0, queue: int = 0) -> TelemetryMessage:
+def message(
+    time_ms: int, grant_ttis: int, new: int, retx: int = 0, queue: int = 0, tti: int | None = None
+) -> TelemetryMessage:
     return TelemetryMessage(
         cell_id=1,
         rnti=0x46,
         lcid=3,
         timestamp_ns=time_ms * MS,
-        tti=time_ms,
+        tti=time_ms if tti is None else tti,
         seq=time_ms // 10,
         period_us=10_000,
         dl_grant_ttis=grant_ttis,
@@ -59,3 +61,13 @@ def test_the_last_peak_holds_through_a_silence_longer_than_the_window():
     estimate = CapacityEstimate(window_ns=1000 * MS)
     estimate.update(message(10, 10, 18_000))
     assert estimate.update(message(5000, 0, 0)) == 18_000
+
+
+def test_a_stack_slower_than_real_time_has_the_capacity_of_the_ttis_it_ran():
+    # 10 ms periods in which the eNB ran 10, then 9, then 8 TTIs (the ZeroMQ radio at 0.9 and 0.8 of real time)
+    estimate = CapacityEstimate()
+    assert estimate.update(message(10, 10, 18_000, tti=1010)) == 18_000  # the first: the period's 10 TTIs
+    assert estimate.update(message(20, 9, 16_200, tti=1019)) == 9 * 1800
+    assert estimate.update(message(30, 2, 3_600, tti=1027)) == 8 * 1800
+    # a message lost between two: the TTIs since the last one span two periods, so the period's own length counts
+    assert estimate.update(message(50, 10, 18_000, tti=1046)) == 18_000

@@ -8,8 +8,13 @@ telemetry message of the UE's data bearer (telemetry/SPEC.md), and the analysis 
   carry nothing new);
 - `capacity_bytes`: what the scheduler could have given the UE in the period had data waited all of it: the
   largest transport-block bytes per granted TTI the UE got in the last `WINDOW_NS` (new and retransmissions alike,
-  which reflects its MCS and the PRBs it gets), times the TTIs of the period. A period before the UE's first grant
-  has no estimate, and capacity 0.
+  which reflects its MCS and the PRBs it gets), times the TTIs the eNB ran in the period: the difference of the
+  `tti` counts of consecutive messages (by `seq`), else the period's length in TTIs. A period before the UE's first
+  grant has no estimate, and capacity 0.
+
+The TTIs are the eNB's own count, not the period's wall-clock length: srsRAN on the ZeroMQ radio runs slower than
+real time when the machine cannot keep up (9.4 TTIs per 10 ms period on 2 cores at 25 PRB), and a TTI that never ran
+is no capacity any sender could have used (counted by wall-clock time, every arm's utilization had a 94 % ceiling).
 
 So utilization (delivered over capacity while data waited) counts TTIs without a grant, HARQ retransmissions and
 smaller allocations than the UE's recent peak as unused. It is the UE's own ceiling: with several UEs sharing the
@@ -33,10 +38,14 @@ class CapacityEstimate:
 
     window_ns: int = WINDOW_NS
     _peaks: deque[tuple[int, float]] = field(default_factory=deque)  # (time_ns, bytes per granted TTI), decreasing
+    _last: tuple[int, int] | None = None  # (seq, tti) of the last message
 
     def update(self, message: TelemetryMessage) -> int:
         """The period's `capacity_bytes` after taking in its message."""
         now = message.timestamp_ns
+        consecutive = self._last is not None and message.seq == self._last[0] + 1 and message.tti > self._last[1]
+        ttis = message.tti - self._last[1] if self._last is not None and consecutive else message.period_us / TTI_US
+        self._last = (message.seq, message.tti)
         if message.dl_grant_ttis:
             per_tti = (message.dl_sched_new_bytes + message.dl_sched_retx_bytes) / message.dl_grant_ttis
             while self._peaks and self._peaks[-1][1] <= per_tti:
@@ -46,7 +55,7 @@ class CapacityEstimate:
             self._peaks.popleft()
         if not self._peaks:
             return 0
-        return round(self._peaks[0][1] * message.period_us / TTI_US)
+        return round(self._peaks[0][1] * ttis)
 
 
 def cell_fields(message: TelemetryMessage, capacity_bytes: int) -> dict[str, int]:
