@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "trace": Subcommand("rnf_cell.cli:trace", "Inspect and generate capacity traces."),
     "run": Subcommand("rnf_experiments.cli:run", "Run every arm of a scenario and write a results folder."),
     "report": Subcommand("rnf_experiments.cli:report", "Compare results folders in a table and plots."),
+    "calibrate": Subcommand("rnf_experiments.cli:calibrate", "Derive a virtual cell from a srsRAN run; check it."),
     "model": Subcommand("rnf_experiments.cli:model_command", "Predict end-to-end TCP throughput from a trace."),
     "proxy": Subcommand("rnf_proxy.cli:proxy", "Run the split proxy (smvs, rnf, itcp, clamp, ewma)."),
     "params": Subcommand("rnf_proxy.cli:params", "Check controller parameters against the papers' rules."),

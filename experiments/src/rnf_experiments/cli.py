@@ -1,4 +1,4 @@
-"""`rnf run SCENARIO`, `rnf report RESULTS...` and `rnf model TRACE`."""
+"""`rnf run SCENARIO`, `rnf report RESULTS...`, `rnf calibrate RESULTS` and `rnf model TRACE`."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from rnf_monitoring.importer import import_summary
 from rnf_monitoring.influx import parse_url
 
 from rnf_experiments import analysis, model
+from rnf_experiments import calibrate as calibration
 from rnf_experiments import report as reporting
 from rnf_experiments.cells.spec import VirtualCellSpec
 from rnf_experiments.runner import run_scenario
@@ -97,6 +98,50 @@ def report(results: tuple[Path, ...], per_ue: bool) -> None:
     if per_ue:
         for summary in summaries.values():
             console.print(reporting.per_ue_table(summary))
+
+
+@click.command("calibrate")
+@click.argument("results", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for scenario.toml, the capacity traces and calibration.json [default: RESULTS/calibrated].",
+)
+@click.option(
+    "--check",
+    "checked",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A results folder of the calibrated scenario: compare it with RESULTS arm by arm instead.",
+)
+def calibrate(results: Path, output: Path | None, checked: Path | None) -> None:
+    """A virtual cell calibrated against a srsRAN RESULTS folder: capacity, delays, HARQ and queue limit as that run
+    measured them, in a scenario with the same arms; or, with --check, how close a run of it came."""
+    if checked is not None:
+        rows = calibration.fidelity(
+            analysis.read_json(results / "summary.json", ("arms",)),
+            analysis.read_json(checked / "summary.json", ("arms",)),
+        )
+        if not rows:
+            raise UserError(f"{checked}: no arm in common with {results}")
+        table = Table(title=f"{results.name} (srsRAN) against {checked.name} (calibrated virtual cell)")
+        for column in ("arm", "figure", "srsRAN", "virtual", "bound", "met"):
+            table.add_column(column, justify="left" if column in ("arm", "figure", "bound") else "right")
+        for row in rows:
+            met = "" if row.met is None else ("yes" if row.met else "NO")
+            table.add_row(row.arm, row.figure, f"{row.srsran:.1f}", f"{row.virtual:.1f}", row.bound, met)
+        console.print(table)
+        return
+    found = calibration.calibrate(results)
+    metadata = analysis.read_json(results / "metadata.json", ("scenario_data",))
+    path = calibration.write(found, metadata["scenario_data"], output or results / "calibrated")
+    for ue in found.ues:
+        console.print(
+            f"UE {ue.ue}: capacity from arm {found.reference_arm!r}, {ue.mean_rate_mbps:.2f} Mbit/s mean "
+            f"(the eNB at {ue.ttis_per_ms:.3f} TTIs per ms); backhaul {ue.backhaul_delay_ms:.1f} ms, uplink "
+            f"{ue.uplink_delay_ms:.1f} ms, HARQ BLER {ue.harq_bler:.3f}, queue limit "
+            f"{ue.queue_limit_bytes} B / {ue.queue_limit_sdus} SDUs"
+        )
+    console.print(f"wrote {path}; run it with: rnf run {path}, then: rnf calibrate {results} --check RESULTS")
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ def telemetry_fields(message: TelemetryMessage) -> dict[str, int | float | bool 
         "queue_retx_bytes": message.dl_queue_retx_bytes,
         "queue_sdus": message.dl_queue_sdus,
         "queue_limit_bytes": message.dl_queue_limit_bytes,
+        "queue_limit_sdus": message.dl_queue_limit_sdus,
         "sched_new_bytes": message.dl_sched_new_bytes,
         "sched_retx_bytes": message.dl_sched_retx_bytes,
         "sched_rate_bps": message.sched_rate_bps,

@@ -1,0 +1,315 @@
+"""A virtual cell calibrated against a srsRAN run (`rnf calibrate`): the capacity, delays, HARQ and queue limit a
+srsRAN results folder measured, written as a virtual-cell scenario with the same arms, traffic, duration and seed,
+so that the two can be run side by side and compared arm by arm (`fidelity`).
+
+What is taken from where:
+
+- **Capacity**, per UE: the telemetry of the *reference arm*, the arm whose queue held data through the largest
+  share of periods (an end-to-end CUBIC download keeps it full). Each period gives what the eNB scheduled (new and
+  retransmitted bytes) where data waited through the whole period, else the capacity as `cells/derive.py` derives
+  it (the UE's peak per granted TTI, here within half a second either side, times the TTIs the eNB ran), over the
+  period's wall-clock length, so the stack's own pace is in the rates (srsRAN on the ZeroMQ radio runs at 0.94 of
+  real time on 2 cores). `capacity-ue<n>.csv` (`time_s,rate_mbps`), from the reference flow's connection attempt.
+- **Backhaul delay**: the 0.1 % quantile of the one-way delay of every arm's packets (SGi to the UE's TUN, issue
+  18's captures): what a packet that finds the queue empty takes through the eNB (GTP-U, PDCP, the MAC's TX
+  processing) and the UE's decoding. The virtual cell serves such a packet within its next TTI.
+- **Uplink delay**: the shortest TCP handshake of the arms (the SYN up, the SYN-ACK down through empty queues) less
+  that backhaul delay: the UE's scheduling request, its grant and the uplink transmission.
+- **HARQ**: the retransmitted share of the bytes scheduled where data waited, as the block error rate per
+  transport block, at LTE FDD's 8 ms HARQ round trip.
+- **Queue limit**: the largest the telemetry reported, in bytes and in SDUs.
+- No wired delay (the server is one hop from the core on the srsRAN cells); the telemetry period and the PRBs (for
+  the indicative CQI) are the srsRAN cell's.
+
+`fidelity` holds the calibrated run to issue 18's bounds: utilization within 3 points, queue p50 and p95 within
+20 % (at least 3000 B, two full-size packets, where both are near empty).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tomli_w
+from rnf_foundation.errors import UserError
+
+from rnf_experiments import analysis, lineprotocol
+
+HARQ_RTT_MS = 8.0  # LTE FDD: a NACKed transport block is resent 8 TTIs later
+DELAY_QUANTILE = 0.1  # %, of the one-way delays: the transit through empty queues, robust to one odd packet
+UTILIZATION_POINTS = 3.0
+QUEUE_RELATIVE = 0.2
+QUEUE_FLOOR_BYTES = 3000.0
+PEAK_WINDOW_NS = 500_000_000  # either side: derive.py's one-second window, centred
+
+
+@dataclass(frozen=True)
+class UeCalibration:
+    """One UE's virtual-cell settings and what they came from."""
+
+    ue: int
+    capacity: list[tuple[float, float]]  # (time_s, rate_mbps), each rate until the next time; the last ends it
+    backhaul_delay_ms: float
+    uplink_delay_ms: float
+    harq_bler: float
+    queue_limit_bytes: int
+    queue_limit_sdus: int
+    mean_rate_mbps: float
+    ttis_per_ms: float  # the eNB's TTIs per wall-clock millisecond in the reference run
+
+
+@dataclass(frozen=True)
+class Calibration:
+    source: str  # the srsRAN results folder
+    reference_arm: str
+    n_prb: int
+    telemetry_period_ms: int
+    ues: list[UeCalibration]
+
+
+@dataclass(frozen=True)
+class Period:
+    time_ns: int
+    seq: int
+    tti: int
+    queue: int
+    sched_new: int
+    sched_retx: int
+    grant_ttis: int
+    capacity: int
+    limit_bytes: int
+    limit_sdus: int
+
+
+def _periods(series: Path) -> dict[int, list[Period]]:
+    """Per UE, the telemetry periods of a srsRAN run with the derived capacity of the same message."""
+    capacity = {(p.tags.get("ue", ""), p.time_ns): p.fields.get("capacity_bytes") for p in _points(series, "cell")}
+    periods: dict[int, list[Period]] = defaultdict(list)
+    for point in _points(series, "telemetry"):
+        ue, f = point.tags.get("ue", ""), point.fields
+        if not ue.isdigit():
+            continue
+        try:
+            periods[int(ue)].append(
+                Period(
+                    time_ns=point.time_ns,
+                    seq=int(f["seq"]),
+                    tti=int(f["tti"]),
+                    queue=int(f["queue_new_bytes"]) + int(f["queue_retx_bytes"]),
+                    sched_new=int(f["sched_new_bytes"]),
+                    sched_retx=int(f["sched_retx_bytes"]),
+                    grant_ttis=int(f["grant_ttis"]),
+                    capacity=int(capacity.get((ue, point.time_ns)) or 0),
+                    limit_bytes=int(f["queue_limit_bytes"]),
+                    limit_sdus=int(f.get("queue_limit_sdus", 0)),
+                )
+            )
+        except KeyError as error:
+            raise UserError(f"{series}: a telemetry point has no {error}") from None
+        except (TypeError, ValueError) as error:
+            raise UserError(f"{series}: a telemetry point has a malformed value: {error}") from None
+    return periods
+
+
+def _points(series: Path, measurement: str) -> list[lineprotocol.Point]:
+    return analysis.read_points(series, measurement)
+
+
+def backlogged(periods: list[Period]) -> np.ndarray:
+    """Per period after the first: data waited through all of it (queued at its start and at its end)."""
+    queue = np.array([p.queue for p in periods])
+    return (queue[1:] > 0) & (queue[:-1] > 0)
+
+
+def capacity_series(periods: list[Period], start_ns: int) -> list[tuple[float, float]]:
+    """(time_s, rate_mbps) from `start_ns` on: per period, the bytes scheduled where data waited through it, else the
+    peak bytes per granted TTI within PEAK_WINDOW_NS either side (offline, the window can look ahead: a download's
+    first periods, before its first full grant, would otherwise take a ping's grants for the link) times the TTIs
+    the eNB ran, over the period's wall-clock length; the last row's time ends the trace."""
+    full = backlogged(periods)
+    times = np.array([p.time_ns for p in periods])
+    per_tti = np.array([(p.sched_new + p.sched_retx) / p.grant_ttis if p.grant_ttis else 0.0 for p in periods])
+    rows: list[tuple[float, float]] = []
+    for index in range(1, len(periods)):
+        before, period = periods[index - 1], periods[index]
+        if period.time_ns <= start_ns:
+            continue
+        begin = max(before.time_ns, start_ns)
+        if full[index - 1]:
+            carried = float(period.sched_new + period.sched_retx)
+        else:
+            near = np.abs(times - period.time_ns) <= PEAK_WINDOW_NS
+            consecutive = period.seq == before.seq + 1 and period.tti > before.tti
+            ttis = period.tti - before.tti if consecutive else (period.time_ns - before.time_ns) / 1e6
+            carried = float(per_tti[near].max()) * ttis
+        fraction = (period.time_ns - begin) / (period.time_ns - before.time_ns)
+        rows.append(((begin - start_ns) / 1e9, carried * fraction * 8 / ((period.time_ns - begin) / 1e9) / 1e6))
+    if not rows:
+        raise UserError("the reference arm's telemetry has no period after its flow started")
+    rows.append(((periods[-1].time_ns - start_ns) / 1e9, 0.0))
+    return rows
+
+
+def calibrate(results: Path) -> Calibration:
+    """The virtual-cell settings a srsRAN results folder measured, as the module says."""
+    metadata, runs = analysis.load_results(results)
+    cell = metadata.get("scenario_data", {}).get("cell", {})
+    if cell.get("kind") not in ("srsran", "srsran-zmq"):
+        kind = cell.get("kind", "virtual")
+        raise UserError(f"{results / 'metadata.json'}: cell.kind is {kind!r}; calibrate needs a srsRAN results folder")
+    complete = [run for run in runs if run.complete]
+    if not complete:
+        raise UserError(f"{results}: no complete run to calibrate from")
+    telemetry = {run.directory: _periods(run.directory / "series.lp") for run in complete}
+    reference = max(
+        complete,
+        key=lambda run: np.mean([backlogged(p).mean() for p in telemetry[run.directory].values() if len(p) > 1]),
+    )
+    ues = []
+    for ue, periods in sorted(telemetry[reference.directory].items()):
+        flows = [f for f in reference.flows if f.get("ue") == ue and f.get("start_ns")]
+        if not flows or len(periods) < 2:
+            raise UserError(f"{reference.directory}: UE {ue} has no flow or no telemetry to calibrate from")
+        start_ns = min(f["start_ns"] for f in flows)
+        ues.append(_calibrate_ue(reference.directory / "series.lp", ue, periods, start_ns, complete, telemetry))
+    return Calibration(
+        source=str(results),
+        reference_arm=reference.arm,
+        n_prb=int(cell.get("n_prb", 25 if cell.get("kind") == "srsran" else 15)),
+        telemetry_period_ms=int(cell.get("telemetry_period_ms", 10)),
+        ues=ues,
+    )
+
+
+def _calibrate_ue(
+    series: Path, ue: int, periods: list[Period], start_ns: int, runs: list[analysis.ArmRun], telemetry: dict[Path, Any]
+) -> UeCalibration:
+    delays = np.concatenate(
+        [
+            (r.packets["delivery_ns"].astype(np.int64) - r.packets["arrival_ns"].astype(np.int64))[
+                r.packets["ue"] == ue - 1
+            ]
+            / 1e6
+            for r in runs
+        ]
+    )
+    if delays.size == 0:
+        raise UserError(f"UE {ue}: no packet records (packets.bin) in any run: the one-way delay is unknown")
+    backhaul = float(np.percentile(delays, DELAY_QUANTILE))
+    handshakes = [
+        (f["connected_ns"] - f["start_ns"]) / 1e6
+        for r in runs
+        for f in r.flows
+        if f.get("ue") == ue and f.get("connected_ns") and f.get("start_ns")
+    ]
+    if not handshakes:
+        raise UserError(f"UE {ue}: no flow connected in any run: the uplink delay is unknown")
+    new = retx = 0
+    for run in runs:
+        run_periods = telemetry[run.directory].get(ue, [])
+        if len(run_periods) > 1:
+            full = backlogged(run_periods)
+            new += sum(p.sched_new for p, f in zip(run_periods[1:], full, strict=True) if f)
+            retx += sum(p.sched_retx for p, f in zip(run_periods[1:], full, strict=True) if f)
+    capacity = capacity_series(periods, start_ns)
+    span_ms = (periods[-1].time_ns - periods[0].time_ns) / 1e6
+    limit_bytes = max(p.limit_bytes for p in periods)
+    limit_sdus = max(p.limit_sdus for p in periods)
+    if limit_bytes == 0 and limit_sdus == 0:
+        raise UserError(f"{series}: UE {ue}'s telemetry reported no queue limit (queue_limit_bytes, queue_limit_sdus)")
+    rates = np.array([rate for _, rate in capacity[:-1]])
+    lengths = np.diff([time for time, _ in capacity])
+    return UeCalibration(
+        ue=ue,
+        capacity=capacity,
+        backhaul_delay_ms=round(backhaul, 2),
+        uplink_delay_ms=round(max(min(handshakes) - backhaul, 0.0), 2),
+        harq_bler=round(retx / (new + retx), 4) if new + retx else 0.0,
+        queue_limit_bytes=limit_bytes,
+        queue_limit_sdus=limit_sdus,
+        mean_rate_mbps=float(np.sum(rates * lengths) / np.sum(lengths)),
+        ttis_per_ms=(periods[-1].tti - periods[0].tti) / span_ms if span_ms > 0 else math.nan,
+    )
+
+
+def scenario(calibration: Calibration, original: dict[str, Any]) -> dict[str, Any]:
+    """The srsRAN scenario `original` (metadata.json's scenario_data) on the calibrated virtual cell."""
+    data = {key: value for key, value in original.items() if key not in ("cell", "sweep")}
+    data["name"] = f"{original['name']}-calibrated"
+    against = Path(calibration.source).name
+    data["description"] = (
+        f"{original.get('description', original['name'])}, on a virtual cell calibrated against {against}"
+    )
+    data["cell"] = {
+        "kind": "virtual",
+        "prb": calibration.n_prb,
+        "wired": {"delay_ms": 0.0},
+        "telemetry": {"period_ms": calibration.telemetry_period_ms},
+        "ues": [
+            {
+                "trace": {"file": f"capacity-ue{ue.ue}.csv"},
+                "backhaul_delay_ms": ue.backhaul_delay_ms,
+                "uplink_delay_ms": ue.uplink_delay_ms,
+                "queue_limit_bytes": ue.queue_limit_bytes,
+                "queue_limit_sdus": ue.queue_limit_sdus,
+                "harq_bler": ue.harq_bler,
+                "harq_rtt_ms": HARQ_RTT_MS,
+            }
+            for ue in calibration.ues
+        ],
+    }
+    return data
+
+
+def write(calibration: Calibration, original: dict[str, Any], output: Path) -> Path:
+    """scenario.toml, the capacity traces and calibration.json (the figures without the traces) in `output`."""
+    output.mkdir(parents=True, exist_ok=True)
+    for ue in calibration.ues:
+        with (output / f"capacity-ue{ue.ue}.csv").open("w", newline="") as file:
+            writer = csv.writer(file)
+            writer.writerow(["time_s", "rate_mbps"])
+            writer.writerows((f"{time:.6f}", f"{rate:.6f}") for time, rate in ue.capacity)
+    summary = asdict(calibration)
+    for ue in summary["ues"]:
+        ue["capacity"] = f"capacity-ue{ue['ue']}.csv"
+    (output / "calibration.json").write_text(json.dumps(summary, indent=1) + "\n")
+    path = output / "scenario.toml"
+    path.write_bytes(tomli_w.dumps(scenario(calibration, original)).encode())
+    return path
+
+
+@dataclass(frozen=True)
+class FidelityRow:
+    arm: str
+    figure: str  # "utilization %", "queue p50 kB", "queue p95 kB", "delay p95 ms"
+    srsran: float
+    virtual: float
+    bound: str  # what the bound allows, for the table; "" where there is none
+    met: bool | None  # None where there is no bound
+
+
+def fidelity(srsran: dict[str, Any], virtual: dict[str, Any]) -> list[FidelityRow]:
+    """Arm by arm, the srsRAN figures against the calibrated cell's (two summary.json), with issue 18's bounds."""
+    rows = []
+    for arm, real in srsran["arms"].items():
+        calibrated = virtual["arms"].get(arm)
+        if calibrated is None:
+            continue
+        utilization = (100 * real["utilization"], 100 * calibrated["utilization"])
+        close = abs(utilization[0] - utilization[1]) <= UTILIZATION_POINTS
+        rows.append(FidelityRow(arm, "utilization %", *utilization, f"±{UTILIZATION_POINTS:g} points", close))
+        for key, label in (("queue_p50_bytes", "queue p50 kB"), ("queue_p95_bytes", "queue p95 kB")):
+            real_bytes, virtual_bytes = real[key], calibrated[key]
+            allowed = max(QUEUE_RELATIVE * real_bytes, QUEUE_FLOOR_BYTES)
+            close = abs(real_bytes - virtual_bytes) <= allowed
+            rows.append(
+                FidelityRow(arm, label, real_bytes / 1e3, virtual_bytes / 1e3, f"±{allowed / 1e3:.1f} kB", close)
+            )
+        rows.append(FidelityRow(arm, "delay p95 ms", real["delay_p95_ms"], calibrated["delay_p95_ms"], "", None))
+    return rows
