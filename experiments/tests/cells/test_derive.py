@@ -1,5 +1,7 @@
 """The `cell` series derived from a srsRAN cell's telemetry: capacity from the UE's recent peak per granted TTI."""
 
+import math
+
 from rnf_experiments.cells.derive import CapacityEstimate, cell_fields
 from rnf_telemetry.message import TelemetryMessage
 
@@ -7,7 +9,13 @@ MS = 1_000_000
 
 
 def message(
-    time_ms: int, grant_ttis: int, new: int, retx: int = 0, queue: int = 0, tti: int | None = None
+    time_ms: int,
+    grant_ttis: int,
+    new: int,
+    retx: int = 0,
+    queue: int = 0,
+    tti: int | None = None,
+    mcs: float = math.nan,
 ) -> TelemetryMessage:
     return TelemetryMessage(
         cell_id=1,
@@ -21,6 +29,7 @@ def message(
         dl_sched_new_bytes=new,
         dl_sched_retx_bytes=retx,
         dl_queue_new_bytes=queue,
+        mean_mcs=mcs,
     )
 
 
@@ -71,3 +80,30 @@ def test_a_stack_slower_than_real_time_has_the_capacity_of_the_ttis_it_ran():
     assert estimate.update(message(30, 2, 3_600, tti=1027)) == 8 * 1800
     # a message lost between two: the TTIs since the last one span two periods, so the period's own length counts
     assert estimate.update(message(50, 10, 18_000, tti=1046)) == 18_000
+
+
+def test_where_data_waited_through_the_period_the_capacity_is_what_was_scheduled():
+    # a peak of 1800 B per TTI, then the channel worsens (MCS 20): queued at both ends, a grant in every TTI,
+    # 12000 B scheduled (1000 of them resent): the scheduler gave all it could, not the last second's peak
+    estimate = CapacityEstimate()
+    assert estimate.update(message(10, 10, 18_000, queue=5000, mcs=27)) == 18_000  # no period before it
+    assert estimate.update(message(20, 10, 11_000, retx=1000, queue=5000, mcs=20)) == 12_000
+    # a TTI without a grant: the data did not wait through all of it; at MCS 20 a full TTI carries 1200 B
+    assert estimate.update(message(30, 9, 9000, queue=5000, mcs=20.4)) == 12_000
+    # without an MCS reported, the same
+    estimate = CapacityEstimate()
+    estimate.update(message(10, 10, 18_000, queue=5000))
+    assert estimate.update(message(20, 10, 11_000, retx=1000, queue=5000)) == 12_000
+
+
+def test_where_the_queue_ran_empty_the_capacity_is_a_full_allocation_at_the_periods_mcs():
+    estimate = CapacityEstimate()
+    estimate.update(message(10, 10, 18_000, queue=5000, mcs=27))
+    estimate.update(message(20, 10, 18_000, queue=5000, mcs=27))  # backlogged at MCS 27: 1800 B per TTI
+    estimate.update(message(30, 10, 12_000, queue=5000, mcs=20))  # backlogged at MCS 20: 1200 B per TTI
+    # the queue ran empty: 2 small grants at MCS 20 (mean 19.6), 10 TTIs: 1200 x 10, not the peak 1800 x 10
+    assert estimate.update(message(40, 2, 800, queue=0, mcs=19.6)) == 12_000
+    # at MCS 27, the last full allocation there: 1800 x 10
+    assert estimate.update(message(50, 2, 800, queue=0, mcs=27)) == 18_000
+    # an MCS never seen while data waited: the last second's peak, 1800 x 10
+    assert estimate.update(message(60, 2, 800, queue=0, mcs=12)) == 18_000

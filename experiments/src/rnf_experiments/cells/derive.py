@@ -6,23 +6,32 @@ telemetry message of the UE's data bearer (telemetry/SPEC.md), and the analysis 
 
 - `delivered_bytes`: `dl_sched_new_bytes`, the transport-block bytes of new transmissions (HARQ retransmissions
   carry nothing new);
-- `capacity_bytes`: what the scheduler could have given the UE in the period had data waited all of it: the
-  largest transport-block bytes per granted TTI the UE got in the last `WINDOW_NS` (new and retransmissions alike,
-  which reflects its MCS and the PRBs it gets), times the TTIs the eNB ran in the period: the difference of the
-  `tti` counts of consecutive messages (by `seq`), else the period's length in TTIs. A period before the UE's first
-  grant has no estimate, and capacity 0.
+- `capacity_bytes`: what the scheduler could have given the UE in the period had data waited all of it, in the TTIs
+  the eNB ran (the difference of the `tti` counts of consecutive messages, by `seq`, else the period's length):
+  - where data did wait all of it (queued at the period's start and end, a grant in every TTI): what the scheduler
+    gave, new and retransmitted bytes alike. It gave all it could: nothing is left to estimate.
+  - otherwise, the TTIs times the bytes per granted TTI the UE got at the period's MCS (its mean, rounded) the last
+    time data waited through a whole period at that MCS: link adaptation sets the MCS from the UE's CQI, queue or
+    not, and at a given MCS a full allocation's size is fixed (its PRBs);
+  - at an MCS not yet seen in such a period, or without one: the largest bytes per granted TTI the UE got in the
+    last `WINDOW_NS` (all of them, full allocations or not).
+  A period before the UE's first grant has no estimate, and capacity 0.
 
 The TTIs are the eNB's own count, not the period's wall-clock length: srsRAN on the ZeroMQ radio runs slower than
 real time when the machine cannot keep up (9.4 TTIs per 10 ms period on 2 cores at 25 PRB), and a TTI that never ran
 is no capacity any sender could have used (counted by wall-clock time, every arm's utilization had a 94 % ceiling).
+And the estimate follows the MCS: through the bridge, whose gain steps every 2 s move it by up to 10 steps, the
+last second's peak alone held the rate of a better channel for up to a second after each fall, and a sender that
+kept the queue full all along measured 86 % (the scheduled bytes of its backlogged periods were 88 % of it).
 
-So utilization (delivered over capacity while data waited) counts TTIs without a grant, HARQ retransmissions and
-smaller allocations than the UE's recent peak as unused. It is the UE's own ceiling: with several UEs sharing the
-cell, each one's ceiling is the rate it had when scheduled, not a share of the cell.
+So utilization (delivered over capacity while data waited) counts TTIs without a grant and HARQ retransmissions as
+unused. It is the UE's own ceiling: with several UEs sharing the cell, each one's ceiling is the rate it had when
+scheduled, not a share of the cell.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -34,25 +43,37 @@ TTI_US = 1000
 
 @dataclass
 class CapacityEstimate:
-    """One UE's peak transport-block bytes per granted TTI over the last `window_ns` of telemetry time."""
+    """One UE's capacity per period, as the module says."""
 
     window_ns: int = WINDOW_NS
     _peaks: deque[tuple[int, float]] = field(default_factory=deque)  # (time_ns, bytes per granted TTI), decreasing
-    _last: tuple[int, int] | None = None  # (seq, tti) of the last message
+    _per_mcs: dict[int, float] = field(default_factory=dict)  # bytes per TTI of a backlogged period, by MCS
+    _last: tuple[int, int, int] | None = None  # (seq, tti, queue bytes) of the last message
 
     def update(self, message: TelemetryMessage) -> int:
         """The period's `capacity_bytes` after taking in its message."""
         now = message.timestamp_ns
-        consecutive = self._last is not None and message.seq == self._last[0] + 1 and message.tti > self._last[1]
-        ttis = message.tti - self._last[1] if self._last is not None and consecutive else message.period_us / TTI_US
-        self._last = (message.seq, message.tti)
+        queue = message.dl_queue_new_bytes + message.dl_queue_retx_bytes
+        last = self._last
+        consecutive = last is not None and message.seq == last[0] + 1 and message.tti > last[1]
+        ttis = message.tti - last[1] if last is not None and consecutive else message.period_us / TTI_US
+        self._last = (message.seq, message.tti, queue)
+        scheduled = message.dl_sched_new_bytes + message.dl_sched_retx_bytes
         if message.dl_grant_ttis:
-            per_tti = (message.dl_sched_new_bytes + message.dl_sched_retx_bytes) / message.dl_grant_ttis
+            per_tti = scheduled / message.dl_grant_ttis
             while self._peaks and self._peaks[-1][1] <= per_tti:
                 self._peaks.pop()
             self._peaks.append((now, per_tti))
         while len(self._peaks) > 1 and self._peaks[0][0] <= now - self.window_ns:
             self._peaks.popleft()
+        mcs = None if math.isnan(message.mean_mcs) else round(message.mean_mcs)
+        waited = last is not None and last[2] > 0 and queue > 0 and message.dl_grant_ttis >= ttis
+        if waited:
+            if mcs is not None:
+                self._per_mcs[mcs] = scheduled / message.dl_grant_ttis
+            return scheduled
+        if mcs in self._per_mcs:
+            return round(self._per_mcs[mcs] * ttis)
         if not self._peaks:
             return 0
         return round(self._peaks[0][1] * ttis)
