@@ -75,6 +75,26 @@ def _telemetry(arm: str, periods: list[tuple[int, int, int, int]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+RB_CONF = """// srsenb's rb.conf, as the run folder keeps it
+qci_config = (
+{
+  qci = 7;
+  pdcp_config = {
+    discard_timer = -1;  // qci = 9; discard_timer = 1; (a comment)
+  }
+},
+{
+  qci = 9;
+  pdcp_config = {
+    discard_timer = 150;
+    status_report_required = true;
+  }
+  rlc_config = { ul_am = { t_poll_retx = 120; }; };
+}
+);
+"""
+
+
 def _srsran_results(root: Path) -> Path:
     """Two arms on a srsRAN cell: `cubic` keeps the queue full (20000 B scheduled per 10 ms, 2000 of them resent),
     `smvs` lets it run empty; `smvs`'s packets took 2 ms (one odd packet), 6 ms (999) and 20 ms (1000); the
@@ -93,6 +113,7 @@ def _srsran_results(root: Path) -> Path:
         (run / "flows").mkdir(parents=True)
         (run / "run.json").write_text(json.dumps({"arm": arm, "repetition": 0, "sweep": None, "complete": True}))
         (run / "series.lp").write_text(_telemetry(arm, periods))
+        (run / "rb.conf").write_text(RB_CONF)
         flow = {"flow": "ue1-bulk1-1", "kind": "bulk", "ue": 1, "start_ns": 50 * MS,
                 "connected_ns": (50 + handshakes[arm]) * MS, "first_byte_ns": 90 * MS, "last_byte_ns": 290 * MS,
                 "received_bytes": 10**6, "requested_bytes": 0, "complete": True, "error": ""}  # fmt: skip
@@ -116,6 +137,7 @@ def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_pat
     assert ue.harq_bler == 0.1  # 2000 of every 20000 B scheduled while data waited were resent
     assert (ue.queue_limit_bytes, ue.queue_limit_sdus) == (0, 256)
     assert ue.ttis_per_ms == pytest.approx(1.0)
+    assert found.discard_timer_ms == 150.0  # QCI 9's in rb.conf
     # from cubic's connection attempt at 50 ms: 16 Mbit/s (20000 B per 10 ms) until its telemetry ends at 291 ms
     assert ue.capacity[0] == pytest.approx((0.0, 16.0)) and ue.capacity[-1] == pytest.approx((0.241, 0.0))
     assert ue.mean_rate_mbps == pytest.approx(16.0)
@@ -125,7 +147,7 @@ def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_pat
     assert scenario.cell.kind == "virtual" and scenario.cell.wired.delay_ms == 0.0 and scenario.cell.prb == 25
     cell_ue = scenario.cell.ues[0]
     assert (cell_ue.backhaul_delay_ms, cell_ue.uplink_delay_ms, cell_ue.harq_bler) == (6.0, 20.0, 0.1)
-    assert (cell_ue.queue_limit_sdus, cell_ue.harq_rtt_ms) == (256, 8.0)
+    assert (cell_ue.queue_limit_sdus, cell_ue.harq_rtt_ms, cell_ue.discard_timer_ms) == (256, 8.0, 150.0)
     # the trace the virtual cell will replay: 2000 B per 1 ms TTI for 241 ms
     trace = traces.read_csv(tmp_path / "c" / "capacity-ue1.csv")
     assert trace.size == 241 and np.all(traces.usable_bytes(trace) == 2000)
@@ -182,3 +204,14 @@ def test_the_command_writes_the_calibrated_scenario_then_checks_a_run_of_it(tmp_
     assert checked.exit_code == 0, checked.output
     utilization = next(line for line in checked.output.splitlines() if "utilization" in line)
     assert "90.0" in utilization and "95.0" in utilization and "NO" in utilization
+
+
+def test_the_discard_timer_is_the_bearers_qcis_and_infinity_is_none(tmp_path):
+    rb_conf = tmp_path / "rb.conf"
+    rb_conf.write_text(RB_CONF)
+    assert calibrate.discard_timer_ms(rb_conf, 9) == 150.0
+    assert calibrate.discard_timer_ms(rb_conf, 7) == 0.0  # -1: infinity; the comment after it is no qci 9
+    with pytest.raises(UserError, match=r"rb\.conf: no qci = 8 in qci_config"):
+        calibrate.discard_timer_ms(rb_conf, 8)
+    with pytest.raises(UserError, match=r"nothing\.conf: cannot read"):
+        calibrate.discard_timer_ms(tmp_path / "nothing.conf", 9)

@@ -77,6 +77,46 @@ def test_tcp_download_gets_the_mahimahi_trace_capacity_while_backlogged(cell_dat
     assert delivered == pytest.approx(expected, rel=0.01), f"delivered {delivered} B, trace {expected} B"
 
 
+def test_the_discard_timer_bounds_every_delivered_packets_wait_and_counts_what_it_discarded(cell_data, tmp_path):
+    # 16 Mbit/s of UDP into an 8 Mbit/s link for 3 s, a 1 MB queue (it would hold a second of data) and a 50 ms
+    # discard timer: every packet delivered waited at most 50 ms in the queue, plus the 10 ms backhaul and the
+    # few TTIs that finish the SDU being segmented when the timer runs out (2 ms at 1000 B per TTI)
+    ue = cell_data["ues"][0]
+    ue.update(queue_limit_bytes=1_000_000, discard_timer_ms=50)
+    config = parse_cell(cell_data, "test")
+    reports = []
+
+    async def scenario() -> None:
+        cell = VirtualCell(config, tmp_path, NullRecorder())
+        async with cell:
+            original = cell._record
+            cell._record = lambda report, message: (reports.append(report), original(report, message))  # type: ignore[method-assign]
+            server = await asyncio.create_subprocess_exec(
+                "ip", "netns", "exec", cell.names.server, "iperf3", "-s", "-1", stdout=asyncio.subprocess.DEVNULL
+            )
+            await asyncio.sleep(0.3)
+            client = await asyncio.create_subprocess_exec(
+                "ip", "netns", "exec", cell.names.ue(0), "iperf3", "-c", "10.20.0.2", "-R", "-u", "-b", "16M",
+                "-l", "1400", "-t", "3", stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            assert await client.wait() == 0, (await client.stderr.read()).decode()
+            await server.wait()
+            await asyncio.sleep(0.2)
+
+    asyncio.run(scenario())
+    record = np.dtype(
+        [("ue", "<u2"), ("length", "<u2"), ("reserved", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
+    )
+    packets = np.fromfile(tmp_path / "packets.bin", record)
+    waits_ms = (packets["delivery_ns"].astype(np.int64) - packets["arrival_ns"].astype(np.int64)) / 1e6
+    assert packets.size > 1500 and waits_ms.max() <= 10 + 50 + 5, f"{packets.size} packets, longest {waits_ms.max()} ms"
+    discarded = sum(r.discarded_sdus for r in reports)
+    arrived, delivered = sum(r.arrived_sdus for r in reports), sum(r.delivered_sdus for r in reports)
+    # about half of what arrived: 8 of the 16 Mbit/s
+    assert 0.3 * arrived < discarded and sum(r.dropped_sdus for r in reports) == 0
+    assert arrived - discarded - delivered <= reports[-1].queue_sdus + 1
+
+
 def test_published_telemetry_matches_what_the_ue_kernel_received(cell_data, tmp_path, tun_rx_bytes):
     config = parse_cell(cell_data, "test")
 

@@ -34,6 +34,8 @@ def report(**changes) -> UeReport:
         dropped_sdus=1,
         dropped_bytes=1500,
         outage_ttis=0,
+        discarded_sdus=0,
+        discarded_bytes=0,
     )
     return UeReport(**(values | changes))
 

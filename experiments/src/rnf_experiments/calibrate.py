@@ -18,6 +18,9 @@ What is taken from where:
 - **HARQ**: the retransmitted share of the bytes scheduled where data waited, as the block error rate per
   transport block, at LTE FDD's 8 ms HARQ round trip.
 - **Queue limit**: the largest the telemetry reported, in bytes and in SDUs.
+- **PDCP discard timer**: the bearer's QCI's `discard_timer` in the run's `rb.conf` (srsenb's QCI 9: 150 ms): an
+  SDU that waited that long before the RLC took it is discarded, which the telemetry does not report and which
+  bounds a queue-filling sender's queue (-1, infinity, is none).
 - No wired delay (the server is one hop from the core on the srsRAN cells); the telemetry period and the PRBs (for
   the indicative CQI) are the srsRAN cell's.
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -47,6 +51,8 @@ UTILIZATION_POINTS = 3.0
 QUEUE_RELATIVE = 0.2
 QUEUE_FLOOR_BYTES = 3000.0
 PEAK_WINDOW_NS = 500_000_000  # either side: derive.py's one-second window, centred
+_QCI_BLOCK = re.compile(r"\bqci\s*=\s*(\d+)\s*;(.*?)(?=\bqci\s*=|\Z)", re.S)
+_DISCARD_TIMER = re.compile(r"\bdiscard_timer\s*=\s*(-?\d+)\s*;")
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,7 @@ class Calibration:
     reference_arm: str
     n_prb: int
     telemetry_period_ms: int
+    discard_timer_ms: float  # 0: none
     ues: list[UeCalibration]
 
 
@@ -183,8 +190,22 @@ def calibrate(results: Path) -> Calibration:
         reference_arm=reference.arm,
         n_prb=int(cell.get("n_prb", 25 if cell.get("kind") == "srsran" else 15)),
         telemetry_period_ms=int(cell.get("telemetry_period_ms", 10)),
+        discard_timer_ms=discard_timer_ms(reference.directory / "rb.conf", int(cell.get("qci", 9))),
         ues=ues,
     )
+
+
+def discard_timer_ms(rb_conf: Path, qci: int) -> float:
+    """The PDCP discard timer of `qci` in srsenb's rb.conf, ms; 0 for none (-1 there: infinity)."""
+    try:
+        text = re.sub(r"//[^\n]*", "", rb_conf.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UserError(f"{rb_conf}: cannot read srsenb's bearer configuration: {error.strerror}") from None
+    for block in _QCI_BLOCK.finditer(text):
+        if int(block[1]) == qci:
+            timer = _DISCARD_TIMER.search(block[2])
+            return float(timer[1]) if timer and int(timer[1]) > 0 else 0.0
+    raise UserError(f"{rb_conf}: no qci = {qci} in qci_config")
 
 
 def _calibrate_ue(
@@ -260,6 +281,7 @@ def scenario(calibration: Calibration, original: dict[str, Any]) -> dict[str, An
                 "queue_limit_sdus": ue.queue_limit_sdus,
                 "harq_bler": ue.harq_bler,
                 "harq_rtt_ms": HARQ_RTT_MS,
+                "discard_timer_ms": calibration.discard_timer_ms,
             }
             for ue in calibration.ues
         ],

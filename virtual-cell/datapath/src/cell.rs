@@ -123,6 +123,7 @@ impl Cell {
             self.capacity[i] = capacity.bytes;
             ue.counters.capacity_bytes += capacity.bytes as u64;
             ue.counters.outage_ttis += capacity.outage as u64;
+            ue.rlc.start_tti(tti);
             self.backlog[i] = ue.rlc.backlog(tti);
         }
         self.scheduler.allocate(&self.capacity, &self.backlog, &mut self.allocation);
@@ -149,6 +150,11 @@ impl Cell {
                 counters.delivered_bytes += sdu.data.len() as u64;
                 out.push(Delivery { ue: i, sdu });
             }
+        }
+        for ue in &mut self.ues {
+            let (sdus, bytes) = ue.rlc.take_discarded();
+            ue.counters.discarded_sdus += sdus;
+            ue.counters.discarded_bytes += bytes;
         }
         self.next_tti += 1;
         if (tti + 1) % self.report_period_ttis == 0 {
@@ -212,7 +218,7 @@ mod tests {
     fn ue(trace: &[u32]) -> UeParams {
         UeParams {
             trace: Trace::new(trace.to_vec()).unwrap(),
-            limits: Limits { bytes: 0, sdus: 0 },
+            limits: Limits { bytes: 0, sdus: 0, discard_ttis: 0 },
             harq_bler: 0.0,
             harq_rtt_ttis: 8,
         }
@@ -290,7 +296,7 @@ mod tests {
     #[test]
     fn tail_drops_are_counted_and_not_arrivals() {
         let mut params = ue(&[0]);
-        params.limits = Limits { bytes: 4000, sdus: 0 };
+        params.limits = Limits { bytes: 4000, sdus: 0, discard_ttis: 0 };
         let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 1, 1, vec![params]);
         let refused: Vec<bool> = (0..5).map(|k| cell.enqueue(0, packet(1500, k)).is_err()).collect();
         assert_eq!(refused, [false, false, true, true, true]);

@@ -70,6 +70,9 @@ pub struct UeConfig {
     pub queue_limit_sdus: u64,
     pub harq_bler: f64,
     pub harq_rtt_us: u64,
+    /// PDCP's discard timer: an SDU untransmitted this long is discarded; 0 for none.
+    #[serde(default)]
+    pub discard_timer_us: u64,
 }
 
 impl Config {

@@ -61,7 +61,11 @@ pub fn run(config_path: &Path) -> Result<(), String> {
         let trace = Trace::load(&ue.trace_file).map_err(|e| format!("{file}: ues[{i}].trace_file: {e}"))?;
         ues.push(UeParams {
             trace,
-            limits: Limits { bytes: ue.queue_limit_bytes, sdus: ue.queue_limit_sdus },
+            limits: Limits {
+                bytes: ue.queue_limit_bytes,
+                sdus: ue.queue_limit_sdus,
+                discard_ttis: ue.discard_timer_us.div_ceil(config.tti_us),
+            },
             harq_bler: ue.harq_bler,
             harq_rtt_ttis: ue.harq_rtt_us.div_ceil(config.tti_us).max(1),
         });

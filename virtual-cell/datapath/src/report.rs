@@ -20,6 +20,8 @@ pub struct Counters {
     pub dropped_sdus: u64,
     pub dropped_bytes: u64,
     pub outage_ttis: u64,
+    pub discarded_sdus: u64,
+    pub discarded_bytes: u64,
 }
 
 /// A `ue` line.
@@ -179,7 +181,7 @@ mod tests {
              \"sched_new_bytes\":19872,\"sched_retx_bytes\":0,\"grant_ttis\":9,\
              \"capacity_bytes\":0,\"granted_capacity_bytes\":0,\"backlogged_capacity_bytes\":0,\"backlogged_ttis\":0,\
              \"arrived_bytes\":0,\"arrived_sdus\":0,\"delivered_bytes\":0,\"delivered_sdus\":0,\
-             \"dropped_sdus\":0,\"dropped_bytes\":0,\"outage_ttis\":0}"
+             \"dropped_sdus\":0,\"dropped_bytes\":0,\"outage_ttis\":0,\"discarded_sdus\":0,\"discarded_bytes\":0}"
         );
     }
 

@@ -4,6 +4,11 @@
 //! it, and a transport block is a list of ranges of that stream. A failed block's ranges come back as
 //! retransmission records, served before new data once eligible. An SDU is delivered when all its bytes were
 //! received and every earlier SDU was delivered (RLC AM, in order). Time is the TTI index, an argument.
+//!
+//! With a discard timer (PDCP's `discard_timer`, 3GPP TS 36.323 5.4: srsenb's QCI 9 bearer has 150 ms), an SDU
+//! none of whose bytes was sent yet is discarded once it has waited that many TTIs: checked at every TTI's start
+//! (`start_tti`) and, within a transport block, at every SDU it reaches. An SDU is stamped with the TTI that runs
+//! next when it is offered.
 
 use std::collections::VecDeque;
 
@@ -19,6 +24,8 @@ pub struct Sdu {
 pub struct Limits {
     pub bytes: u64,
     pub sdus: u64,
+    /// TTIs an SDU may wait untransmitted before it is discarded.
+    pub discard_ttis: u64,
 }
 
 /// What happened to the transport block a UE got in a TTI.
@@ -43,6 +50,9 @@ struct Queued {
     /// Offset of the SDU's first byte in the queue's byte stream.
     start: u64,
     received: u64,
+    /// The TTI that ran next when the SDU was offered.
+    stamp: u64,
+    discarded: bool,
     sdu: Sdu,
 }
 
@@ -73,6 +83,10 @@ pub struct RlcQueue {
     retx_bytes: u64,
     /// Scratch: the stream ranges of the transport block being built.
     block: Vec<(u64, u64)>,
+    /// The TTI that runs next, for the stamps.
+    next_tti: u64,
+    /// SDUs and bytes discarded since `take_discarded`.
+    discarded: (u64, u64),
 }
 
 impl RlcQueue {
@@ -85,6 +99,8 @@ impl RlcQueue {
             retx: VecDeque::new(),
             retx_bytes: 0,
             block: Vec::new(),
+            next_tti: 0,
+            discarded: (0, 0),
         }
     }
 
@@ -112,9 +128,43 @@ impl RlcQueue {
         if over_bytes || over_sdus {
             return Err(sdu);
         }
-        self.sdus.push_back(Queued { start: self.end, received: 0, sdu });
+        self.sdus.push_back(Queued { start: self.end, received: 0, stamp: self.next_tti, discarded: false, sdu });
         self.end += len;
         Ok(())
+    }
+
+    /// TTI `tti` begins: SDUs that waited the discard timer untransmitted are discarded.
+    pub fn start_tti(&mut self, tti: u64) {
+        self.next_tti = tti;
+        self.discard_stale(tti);
+    }
+
+    /// SDUs and bytes discarded since the last call.
+    pub fn take_discarded(&mut self) -> (u64, u64) {
+        std::mem::take(&mut self.discarded)
+    }
+
+    /// Discards, from the first byte never transmitted on, every whole SDU that waited the discard timer.
+    fn discard_stale(&mut self, tti: u64) {
+        if self.limits.discard_ttis == 0 {
+            return;
+        }
+        let mut index = self.sdus.partition_point(|q| q.end() <= self.next_new);
+        while let Some(queued) = self.sdus.get_mut(index) {
+            if queued.start != self.next_new || tti < queued.stamp + self.limits.discard_ttis {
+                break;
+            }
+            let len = queued.sdu.data.len() as u64;
+            queued.received = len;
+            queued.discarded = true;
+            self.next_new += len;
+            self.discarded.0 += 1;
+            self.discarded.1 += len;
+            index += 1;
+        }
+        while self.sdus.front().is_some_and(|q| q.discarded) {
+            self.sdus.pop_front();
+        }
     }
 
     /// Bytes the scheduler can serve in TTI `tti`: eligible retransmissions plus new data.
@@ -144,11 +194,30 @@ impl RlcQueue {
             }
         }
         self.retx_bytes -= served.retx;
-        let take = left.min(self.new_bytes());
-        if take > 0 {
-            self.block.push((self.next_new, self.next_new + take));
-            self.next_new += take;
-            served.new = take;
+        if self.limits.discard_ttis == 0 {
+            let take = left.min(self.new_bytes());
+            if take > 0 {
+                self.block.push((self.next_new, self.next_new + take));
+                self.next_new += take;
+                served.new = take;
+            }
+        } else {
+            // SDU by SDU, so that each one reached is checked against the timer
+            loop {
+                self.discard_stale(tti);
+                if left == 0 || self.new_bytes() == 0 {
+                    break;
+                }
+                let index = self.sdus.partition_point(|q| q.end() <= self.next_new);
+                let take = left.min(self.sdus[index].end() - self.next_new);
+                match self.block.last_mut() {
+                    Some(last) if last.1 == self.next_new => last.1 += take,
+                    _ => self.block.push((self.next_new, self.next_new + take)),
+                }
+                self.next_new += take;
+                left -= take;
+                served.new += take;
+            }
         }
         match outcome {
             Outcome::Received => {
@@ -157,7 +226,10 @@ impl RlcQueue {
                     self.credit(start, end);
                 }
                 while self.sdus.front().is_some_and(|q| q.received == q.sdu.data.len() as u64) {
-                    delivered.push(self.sdus.pop_front().unwrap().sdu);
+                    let queued = self.sdus.pop_front().unwrap();
+                    if !queued.discarded {
+                        delivered.push(queued.sdu);
+                    }
                 }
             }
             Outcome::Failed { retry_tti } => {
@@ -196,7 +268,7 @@ mod tests {
     }
 
     fn unlimited() -> RlcQueue {
-        RlcQueue::new(Limits { bytes: 0, sdus: 0 })
+        RlcQueue::new(Limits { bytes: 0, sdus: 0, discard_ttis: 0 })
     }
 
     fn tags(delivered: &[Sdu]) -> Vec<u8> {
@@ -221,7 +293,7 @@ mod tests {
 
     #[test]
     fn tail_drop_by_bytes_refuses_the_sdu_that_would_exceed_the_limit() {
-        let mut queue = RlcQueue::new(Limits { bytes: 3000, sdus: 0 });
+        let mut queue = RlcQueue::new(Limits { bytes: 3000, sdus: 0, discard_ttis: 0 });
         for tag in 0..2 {
             queue.offer(sdu(1400, tag)).unwrap();
         }
@@ -234,7 +306,7 @@ mod tests {
 
     #[test]
     fn tail_drop_by_sdus_refuses_the_sdu_beyond_the_count() {
-        let mut queue = RlcQueue::new(Limits { bytes: 0, sdus: 2 });
+        let mut queue = RlcQueue::new(Limits { bytes: 0, sdus: 2, discard_ttis: 0 });
         queue.offer(sdu(10, 1)).unwrap();
         queue.offer(sdu(10, 2)).unwrap();
         assert!(queue.offer(sdu(10, 3)).is_err());
@@ -245,7 +317,7 @@ mod tests {
 
     #[test]
     fn retransmission_bytes_count_against_the_byte_limit() {
-        let mut queue = RlcQueue::new(Limits { bytes: 2000, sdus: 0 });
+        let mut queue = RlcQueue::new(Limits { bytes: 2000, sdus: 0, discard_ttis: 0 });
         queue.offer(sdu(1500, 1)).unwrap();
         let mut out = Vec::new();
         queue.transmit(0, 1500, Outcome::Failed { retry_tti: 8 }, &mut out);
@@ -335,6 +407,62 @@ mod tests {
         assert_eq!((queue.retx_bytes(), queue.backlog(16)), (200, 200));
         assert_eq!(queue.transmit(16, 1000, Outcome::Received, &mut out), Served { retx: 200, new: 0 });
         assert_eq!(tags(&out), [1, 2, 3]);
+    }
+
+    fn discarding(ttis: u64) -> RlcQueue {
+        RlcQueue::new(Limits { bytes: 0, sdus: 0, discard_ttis: ttis })
+    }
+
+    #[test]
+    fn an_sdu_untransmitted_for_the_discard_timer_is_discarded_not_delivered() {
+        let mut queue = discarding(5);
+        queue.start_tti(0);
+        queue.offer(sdu(100, 1)).unwrap(); // stamped TTI 0
+        for tti in 1..5 {
+            queue.start_tti(tti);
+            assert_eq!((queue.new_bytes(), queue.take_discarded()), (100, (0, 0)), "TTI {tti}");
+        }
+        queue.start_tti(5); // waited 5 TTIs
+        assert_eq!((queue.new_bytes(), queue.sdus(), queue.backlog(5)), (0, 0, 0));
+        assert_eq!(queue.take_discarded(), (1, 100));
+        assert_eq!(queue.take_discarded(), (0, 0));
+        // an SDU offered later is stamped with the TTI that runs next, and served as usual
+        queue.offer(sdu(50, 2)).unwrap();
+        let mut out = Vec::new();
+        queue.start_tti(9);
+        assert_eq!(queue.transmit(9, 100, Outcome::Received, &mut out), Served { retx: 0, new: 50 });
+        assert_eq!(tags(&out), [2]);
+    }
+
+    #[test]
+    fn a_partly_sent_sdu_is_kept_and_the_stale_ones_behind_it_go_when_the_block_reaches_them() {
+        let mut queue = discarding(5);
+        queue.start_tti(0);
+        for (len, tag) in [(300, 1), (100, 2), (100, 3)] {
+            queue.offer(sdu(len, tag)).unwrap();
+        }
+        let mut out = Vec::new();
+        assert_eq!(queue.transmit(0, 100, Outcome::Received, &mut out), Served { retx: 0, new: 100 });
+        queue.start_tti(3);
+        queue.offer(sdu(100, 4)).unwrap(); // stamped TTI 3
+        queue.start_tti(5);
+        // SDU 1 is segmented: the RLC has it, the timer no longer applies; 2 and 3 are behind it
+        assert_eq!((queue.take_discarded(), queue.new_bytes()), ((0, 0), 500));
+        // the block finishes SDU 1, reaches 2 and 3 (waited 5 TTIs: discarded) and serves 4 (waited 2)
+        assert_eq!(queue.transmit(5, 1000, Outcome::Received, &mut out), Served { retx: 0, new: 300 });
+        assert_eq!(tags(&out), [1, 4]);
+        assert_eq!((queue.take_discarded(), queue.new_bytes(), queue.sdus()), ((2, 200), 0, 0));
+    }
+
+    #[test]
+    fn discarded_bytes_stop_counting_against_the_byte_limit() {
+        let mut queue = RlcQueue::new(Limits { bytes: 1000, sdus: 0, discard_ttis: 2 });
+        queue.start_tti(0);
+        queue.offer(sdu(1000, 1)).unwrap();
+        assert!(queue.offer(sdu(1, 2)).is_err());
+        queue.start_tti(2);
+        assert_eq!(queue.take_discarded(), (1, 1000));
+        queue.offer(sdu(1000, 3)).unwrap();
     }
 
     #[test]

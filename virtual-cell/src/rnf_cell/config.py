@@ -126,6 +126,7 @@ class UeConfig(Strict):
     queue_limit_sdus: int = Field(default=0, ge=0)
     harq_bler: float = Field(default=0.0, ge=0.0, lt=1.0)
     harq_rtt_ms: float = Field(default=8.0, gt=0, le=MAX_DELAY_MS)
+    discard_timer_ms: float = Field(default=0.0, ge=0, le=MAX_DELAY_MS, allow_inf_nan=False)
     outages: tuple[Outage, ...] = ()
 
     @model_validator(mode="after")

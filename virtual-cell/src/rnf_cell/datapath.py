@@ -64,6 +64,8 @@ class UeReport:
     dropped_sdus: int
     dropped_bytes: int
     outage_ttis: int
+    discarded_sdus: int
+    discarded_bytes: int
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> UeReport:
@@ -104,6 +106,7 @@ def datapath_config(
                 "queue_limit_sdus": ue.queue_limit_sdus,
                 "harq_bler": ue.harq_bler,
                 "harq_rtt_us": round(ue.harq_rtt_ms * 1000),
+                "discard_timer_us": round(ue.discard_timer_ms * 1000),
             }
             for i, (ue, ip) in enumerate(zip(config.ues, config.ue_ips(), strict=True))
         ],
