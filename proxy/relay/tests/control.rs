@@ -497,6 +497,7 @@ fn a_delay_target_sets_q0_from_the_slower_rate_estimate_and_eps_from_rule_43() {
     params.target = 0.02;
     params.band_fraction = 0.5;
     let mut bank = Bank::smvs(1);
+    bank.flag("measured")[0] = true; // past its start-up
     // step 1: b = b_bar = b_fast = 750 kB/s: q0 = 20 ms x 750 kB/s = 15000 B; no B_max: the margin is q0,
     // eps = 0.5 x 15000 x (1 - 0.5) / 0.01 = 375000 B/s
     smvs1(&params, &mut bank, report(0, 0.0, 7500.0), 0.0);
@@ -520,6 +521,7 @@ fn a_delay_target_is_held_under_the_guarded_limit_and_over_the_smallest_referenc
     params.target = 0.05;
     params.band_fraction = 0.5;
     let mut bank = Bank::smvs(1);
+    bank.flag("measured")[0] = true; // past its start-up: the smallest reference is two packets
     bank.f("b_max")[0] = 30_000.0;
     // 50 ms x 750 kB/s = 37500 B, but at most (30000 - 1200 - 3000) / 1.5 = 17200 B; the margin is
     // min(17200, 30000 - 17200) = 12800: eps = 0.5 x 12800 x 0.5 / 0.01 = 320000
@@ -528,10 +530,12 @@ fn a_delay_target_is_held_under_the_guarded_limit_and_over_the_smallest_referenc
     assert_close!(bank.f("eps")[0], 320_000.0);
     // a rate near nothing: 50 ms x 10 kB/s = 500 B, raised to the smallest reference, 3000 B
     let mut bank = Bank::smvs(1);
+    bank.flag("measured")[0] = true; // past its start-up: the smallest reference is two packets
     smvs1(&params, &mut bank, report(0, 0.0, 100.0), 0.0);
     assert_eq!(bank.f("q0")[0], MIN_REFERENCE);
     // a B_max too small for any reference: 0, never negative
     let mut bank = Bank::smvs(1);
+    bank.flag("measured")[0] = true; // past its start-up: the smallest reference is two packets
     bank.f("b_max")[0] = 3000.0;
     smvs1(&params, &mut bank, report(0, 0.0, 7500.0), 0.0);
     assert_eq!(bank.f("q0")[0], 0.0);
@@ -768,11 +772,44 @@ fn an_outage_before_any_window_holds_the_reference() {
     flagged.flagged = 1.0;
     let mut bank = Bank::rnf(1);
     assert_eq!(rnf1(&params, &mut bank, flagged, 0.0).limit, 20_000);
-    // with a delay target and no rate yet: the smallest reference
+    // with a delay target and no rate yet: the smallest reference, before the first backlogged period TCP's
+    // initial window
     params.q_ref = NAN;
     params.target = 0.02;
     let mut bank = Bank::rnf(1);
+    assert_eq!(rnf1(&params, &mut bank, flagged, 0.0).limit, 14_480);
+    let mut bank = Bank::rnf(1);
+    bank.flag("measured")[0] = true;
     assert_eq!(rnf1(&params, &mut bank, flagged, 0.0).limit, MIN_REFERENCE as i64);
+}
+
+#[test]
+fn until_the_first_backlogged_period_the_default_references_are_at_least_tcps_initial_window() {
+    // smvs, the forecast margin's default: a loop (3 steps at d = 1) of 100 kB/s is 3000 B, raised to 10 x 1448;
+    // once data waited through a period, two packets' 3000 B
+    let mut params = smvs_params();
+    params.target = 0.0;
+    let mut bank = Bank::smvs(1);
+    smvs1(&params, &mut bank, report(0, 0.0, 1000.0), 0.0);
+    assert_close!(bank.f("q0")[0], 14_480.0);
+    smvs1(&params, &mut bank, report(0, 500.0, 1000.0), 0.01);
+    assert_close!(bank.f("q0")[0], 14_480.0);
+    smvs1(&params, &mut bank, report(0, 500.0, 1000.0), 0.02); // backlogged
+    assert_close!(bank.f("q0")[0], 3000.0);
+    // the paper's q0 in bytes stays what it is
+    params.target = NAN;
+    let mut bank = Bank::smvs(1);
+    bank.f("q0")[0] = 5000.0;
+    smvs1(&params, &mut bank, report(0, 0.0, 1000.0), 0.0);
+    assert_close!(bank.f("q0")[0], 5000.0);
+    // rnf: 100 kB/s x 50 ms + 14480 (tau / 2 + Ts of 100 kB/s is 3500); then the paper's q_ref in bytes
+    let mut params = rnf_params();
+    params.q_ref = NAN;
+    let mut bank = Bank::rnf(1);
+    assert_eq!(rnf1(&params, &mut bank, report(0, 0.0, 1000.0), 0.0).limit, 5000 + 14_480);
+    params.q_ref = 2000.0;
+    let mut bank = Bank::rnf(1);
+    assert_eq!(rnf1(&params, &mut bank, report(0, 0.0, 1000.0), 0.0).limit, 7000);
 }
 
 #[test]
@@ -781,15 +818,18 @@ fn a_delay_target_makes_q_ref_the_target_times_the_fed_forward_rate() {
     params.q_ref = NAN;
     params.target = 0.02;
     let mut bank = Bank::rnf(1);
+    bank.flag("measured")[0] = true; // past its start-up: the smallest reference is two packets
     // 750 kB/s: q_ref = 15000, w = 37500 + 15000
     assert_eq!(rnf1(&params, &mut bank, report(0, 0.0, 7500.0), 0.0).limit, 52_500);
     assert_close!(bank.f("q_ref")[0], 15_000.0);
     // 10 kB/s: 200 B, raised to 3000; w = 500 + 3000
     let mut bank = Bank::rnf(1);
+    bank.flag("measured")[0] = true; // past its start-up: the smallest reference is two packets
     assert_eq!(rnf1(&params, &mut bank, report(0, 0.0, 100.0), 0.0).limit, 3500);
     // no target: the loop delay, tau / 2 + the period = 35 ms: 26250, w = 37500 + 26250
     params.target = 0.0;
     let mut bank = Bank::rnf(1);
+    bank.flag("measured")[0] = true; // past its start-up: the smallest reference is two packets
     assert_eq!(rnf1(&params, &mut bank, report(0, 0.0, 7500.0), 0.0).limit, 63_750);
 }
 
