@@ -455,6 +455,26 @@ mod tests {
     }
 
     #[test]
+    fn with_a_discard_timer_fresh_sdus_are_served_and_resent_as_without_one() {
+        // SDU by SDU into one block: two fresh SDUs in one TTI, then a failed block across two, resent whole
+        let mut queue = discarding(50);
+        queue.start_tti(0);
+        for tag in 1..=4 {
+            queue.offer(sdu(100, tag)).unwrap();
+        }
+        let mut out = Vec::new();
+        assert_eq!(queue.transmit(0, 200, Outcome::Received, &mut out), Served { retx: 0, new: 200 });
+        assert_eq!(tags(&out), [1, 2]);
+        queue.start_tti(1);
+        assert_eq!(queue.transmit(1, 200, Outcome::Failed { retry_tti: 9 }, &mut out), Served { retx: 0, new: 200 });
+        assert_eq!((queue.retx_bytes(), queue.new_bytes()), (200, 0));
+        queue.start_tti(9);
+        assert_eq!(queue.transmit(9, 200, Outcome::Received, &mut out), Served { retx: 200, new: 0 });
+        assert_eq!(tags(&out), [1, 2, 3, 4]);
+        assert_eq!(queue.take_discarded(), (0, 0));
+    }
+
+    #[test]
     fn discarded_bytes_stop_counting_against_the_byte_limit() {
         let mut queue = RlcQueue::new(Limits { bytes: 1000, sdus: 0, discard_ttis: 2 });
         queue.start_tti(0);
