@@ -215,3 +215,10 @@ def test_the_discard_timer_is_the_bearers_qcis_and_infinity_is_none(tmp_path):
         calibrate.discard_timer_ms(rb_conf, 8)
     with pytest.raises(UserError, match=r"nothing\.conf: cannot read"):
         calibrate.discard_timer_ms(tmp_path / "nothing.conf", 9)
+
+
+def test_an_output_folder_that_cannot_be_written_is_one_line_naming_it(tmp_path):
+    results = _srsran_results(tmp_path / "real")
+    (tmp_path / "taken").write_text("a file where the folder would go")
+    written = CliRunner().invoke(cli, ["calibrate", str(results), "--output", str(tmp_path / "taken" / "cell")])
+    assert written.exit_code == 2 and "taken/cell: cannot write the calibrated cell" in written.output

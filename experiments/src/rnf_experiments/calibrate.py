@@ -291,18 +291,21 @@ def scenario(calibration: Calibration, original: dict[str, Any]) -> dict[str, An
 
 def write(calibration: Calibration, original: dict[str, Any], output: Path) -> Path:
     """scenario.toml, the capacity traces and calibration.json (the figures without the traces) in `output`."""
-    output.mkdir(parents=True, exist_ok=True)
-    for ue in calibration.ues:
-        with (output / f"capacity-ue{ue.ue}.csv").open("w", newline="") as file:
-            writer = csv.writer(file)
-            writer.writerow(["time_s", "rate_mbps"])
-            writer.writerows((f"{time:.6f}", f"{rate:.6f}") for time, rate in ue.capacity)
     summary = asdict(calibration)
     for ue in summary["ues"]:
         ue["capacity"] = f"capacity-ue{ue['ue']}.csv"
-    (output / "calibration.json").write_text(json.dumps(summary, indent=1) + "\n")
     path = output / "scenario.toml"
-    path.write_bytes(tomli_w.dumps(scenario(calibration, original)).encode())
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        for ue in calibration.ues:
+            with (output / f"capacity-ue{ue.ue}.csv").open("w", newline="") as file:
+                writer = csv.writer(file)
+                writer.writerow(["time_s", "rate_mbps"])
+                writer.writerows((f"{time:.6f}", f"{rate:.6f}") for time, rate in ue.capacity)
+        (output / "calibration.json").write_text(json.dumps(summary, indent=1) + "\n")
+        path.write_bytes(tomli_w.dumps(scenario(calibration, original)).encode())
+    except OSError as error:
+        raise UserError(f"{error.filename or output}: cannot write the calibrated cell: {error.strerror}") from None
     return path
 
 
