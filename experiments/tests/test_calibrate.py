@@ -20,7 +20,7 @@ MS = 1_000_000
 def period(time_ms: float, seq: int, tti: int, queue: int, new: int, retx: int = 0, grants: int = 10):
     return calibrate.Period(
         time_ns=int(time_ms * MS), seq=seq, tti=tti, queue=queue, sched_new=new, sched_retx=retx,
-        grant_ttis=grants, capacity=0, limit_bytes=0, limit_sdus=256,
+        grant_ttis=grants, limit_bytes=0, limit_sdus=256,
     )  # fmt: skip
 
 

@@ -43,7 +43,8 @@ import numpy as np
 import tomli_w
 from rnf_foundation.errors import UserError
 
-from rnf_experiments import analysis, lineprotocol
+from rnf_experiments import analysis
+from rnf_experiments.cells.derive import ttis_between
 
 HARQ_RTT_MS = 8.0  # LTE FDD: a NACKed transport block is resent 8 TTIs later
 DELAY_QUANTILE = 0.1  # %, of the one-way delays: the transit through empty queues, robust to one odd packet
@@ -89,16 +90,14 @@ class Period:
     sched_new: int
     sched_retx: int
     grant_ttis: int
-    capacity: int
     limit_bytes: int
     limit_sdus: int
 
 
 def _periods(series: Path) -> dict[int, list[Period]]:
-    """Per UE, the telemetry periods of a srsRAN run with the derived capacity of the same message."""
-    capacity = {(p.tags.get("ue", ""), p.time_ns): p.fields.get("capacity_bytes") for p in _points(series, "cell")}
+    """Per UE, the telemetry periods of a srsRAN run."""
     periods: dict[int, list[Period]] = defaultdict(list)
-    for point in _points(series, "telemetry"):
+    for point in analysis.read_points(series, "telemetry"):
         ue, f = point.tags.get("ue", ""), point.fields
         if not ue.isdigit():
             continue
@@ -112,7 +111,6 @@ def _periods(series: Path) -> dict[int, list[Period]]:
                     sched_new=int(f["sched_new_bytes"]),
                     sched_retx=int(f["sched_retx_bytes"]),
                     grant_ttis=int(f["grant_ttis"]),
-                    capacity=int(capacity.get((ue, point.time_ns)) or 0),
                     limit_bytes=int(f["queue_limit_bytes"]),
                     limit_sdus=int(f.get("queue_limit_sdus", 0)),
                 )
@@ -122,10 +120,6 @@ def _periods(series: Path) -> dict[int, list[Period]]:
         except (TypeError, ValueError) as error:
             raise UserError(f"{series}: a telemetry point has a malformed value: {error}") from None
     return periods
-
-
-def _points(series: Path, measurement: str) -> list[lineprotocol.Point]:
-    return analysis.read_points(series, measurement)
 
 
 def backlogged(periods: list[Period]) -> np.ndarray:
@@ -142,6 +136,8 @@ def capacity_series(periods: list[Period], start_ns: int) -> list[tuple[float, f
     full = backlogged(periods)
     times = np.array([p.time_ns for p in periods])
     per_tti = np.array([(p.sched_new + p.sched_retx) / p.grant_ttis if p.grant_ttis else 0.0 for p in periods])
+    first_near = np.searchsorted(times, times - PEAK_WINDOW_NS, side="left")
+    after_near = np.searchsorted(times, times + PEAK_WINDOW_NS, side="right")
     rows: list[tuple[float, float]] = []
     for index in range(1, len(periods)):
         before, period = periods[index - 1], periods[index]
@@ -151,10 +147,9 @@ def capacity_series(periods: list[Period], start_ns: int) -> list[tuple[float, f
         if full[index - 1]:
             carried = float(period.sched_new + period.sched_retx)
         else:
-            near = np.abs(times - period.time_ns) <= PEAK_WINDOW_NS
-            consecutive = period.seq == before.seq + 1 and period.tti > before.tti
-            ttis = period.tti - before.tti if consecutive else (period.time_ns - before.time_ns) / 1e6
-            carried = float(per_tti[near].max()) * ttis
+            counted = ttis_between(before.seq, before.tti, period.seq, period.tti)
+            ttis = counted if counted is not None else (period.time_ns - before.time_ns) / 1e6
+            carried = float(per_tti[first_near[index] : after_near[index]].max()) * ttis
         fraction = (period.time_ns - begin) / (period.time_ns - before.time_ns)
         rows.append(((begin - start_ns) / 1e9, carried * fraction * 8 / ((period.time_ns - begin) / 1e9) / 1e6))
     if not rows:

@@ -41,6 +41,12 @@ WINDOW_NS = 1_000_000_000
 TTI_US = 1000
 
 
+def ttis_between(last_seq: int, last_tti: int, seq: int, tti: int) -> int | None:
+    """The TTIs the eNB ran between two messages of a UE, by their `tti` counts, if they are consecutive (by `seq`);
+    None when a message between them was lost or the count went back."""
+    return tti - last_tti if seq == last_seq + 1 and tti > last_tti else None
+
+
 @dataclass
 class CapacityEstimate:
     """One UE's capacity per period, as the module says."""
@@ -55,8 +61,8 @@ class CapacityEstimate:
         now = message.timestamp_ns
         queue = message.dl_queue_new_bytes + message.dl_queue_retx_bytes
         last = self._last
-        consecutive = last is not None and message.seq == last[0] + 1 and message.tti > last[1]
-        ttis = message.tti - last[1] if last is not None and consecutive else message.period_us / TTI_US
+        counted = ttis_between(last[0], last[1], message.seq, message.tti) if last is not None else None
+        ttis = counted if counted is not None else message.period_us / TTI_US
         self._last = (message.seq, message.tti, queue)
         scheduled = message.dl_sched_new_bytes + message.dl_sched_retx_bytes
         if message.dl_grant_ttis:
