@@ -25,6 +25,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "report": Subcommand("rnf_experiments.cli:report", "Compare results folders in a table and plots."),
     "calibrate": Subcommand("rnf_experiments.cli:calibrate", "Derive a virtual cell from a srsRAN run; check it."),
     "model": Subcommand("rnf_experiments.cli:model_command", "Predict end-to-end TCP throughput from a trace."),
+    "frontier": Subcommand(
+        "rnf_experiments.cli:frontier_command", "What an ideal queue-target sender reaches on a trace."
+    ),
     "proxy": Subcommand("rnf_proxy.cli:proxy", "Run the split proxy (smvs, rnf, itcp, clamp, ewma)."),
     "params": Subcommand("rnf_proxy.cli:params", "Check controller parameters against the papers' rules."),
     "record": Subcommand("rnf_monitoring.cli:record", "Recorded runs and InfluxDB: import a results folder."),

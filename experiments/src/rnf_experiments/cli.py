@@ -1,4 +1,4 @@
-"""`rnf run SCENARIO`, `rnf report RESULTS...`, `rnf calibrate RESULTS` and `rnf model TRACE`."""
+"""`rnf run SCENARIO`, `rnf report RESULTS...`, `rnf calibrate RESULTS`, `rnf model TRACE` and `rnf frontier TRACE`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from rnf_monitoring.client import InfluxClient
 from rnf_monitoring.importer import import_summary
 from rnf_monitoring.influx import parse_url
 
-from rnf_experiments import analysis, model
+from rnf_experiments import analysis, frontier, goals, model
 from rnf_experiments import calibrate as calibration
 from rnf_experiments import report as reporting
 from rnf_experiments.cells.spec import VirtualCellSpec
@@ -403,3 +403,121 @@ def model_command(
             row = (_f(m.goodput_mbps), _f(m.drops, 0), "{:.1f}/{:.1f}/{:.1f}".format(*m.kinds))
             result.add_row(m.label, str(m.results), *row)
         console.print(result, width=max(console.width, 120))
+
+
+FRONTIER_MILESTONES = (0.90, 0.95, goals.UTILIZATION_GOAL, 0.98, 0.99, 0.995)
+FRONTIER_WINDOWS_MS = (100, 1000)  # beside one report period: see frontier.py
+FRONTIER_TARGETS = 40
+FRONTIER_UNLIMITED_BYTES = 400_000  # the largest target where the UE's queue has no byte limit
+
+
+@click.command("frontier")
+@click.argument("trace", required=False)
+@click.option(
+    "--format",
+    "trace_format",
+    type=click.Choice(["csv", "mahimahi", "telemetry"]),
+    help="TRACE's file format; default from the extension (.csv, .lp telemetry, else mahimahi).",
+)
+@click.option(
+    "--scenario",
+    "scenario_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Take the trace, the backhaul delay and the report period from this scenario's cell.",
+)
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a key of --scenario (repeatable).")
+@click.option("--ue", default=1, show_default=True, type=click.IntRange(min=1), help="The UE whose trace to use.")
+@click.option(
+    "--results",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A results folder of the scenario: its arms are set beside the frontier, with the latency goals.",
+)
+@click.option("--point", help="The sweep point of --results to compare (its arms' 'ARM @ POINT' entries).")
+def frontier_command(
+    trace: str | None,
+    trace_format: str | None,
+    scenario_file: Path | None,
+    sets: tuple[str, ...],
+    ue: int,
+    results: Path | None,
+    point: str | None,
+) -> None:
+    """What an ideal fixed-target sender reaches over TRACE's loop: the p95 one-way delay each utilization costs a
+    law that holds a fixed queue at the eNB knowing the queue and the capacity at every report
+    (experiments/src/rnf_experiments/frontier.py)."""
+    cell, scenario_duration, name = _cell_for(trace, trace_format, scenario_file, list(sets))
+    if ue > len(cell.ues):
+        raise UserError(f"--ue {ue}: the cell has {len(cell.ues)} UE(s)")
+    spec = cell.ues[ue - 1]
+    rng = np.random.default_rng(cell.seed)
+    try:
+        built = [traces.with_outages(traces.build(u.trace, rng), u.outages) for u in cell.ues]  # as the cell does
+    except traces.TraceError as error:
+        raise UserError(str(error)) from None
+    capacity = traces.usable_bytes(built[ue - 1])
+    duration = scenario_duration or len(capacity) * traces.TTI_S
+    capacity = np.resize(capacity, round(duration / traces.TTI_S))  # the trace loops
+    period = cell.telemetry.period_ms
+    forward = round(spec.backhaul_delay_ms)
+    largest = spec.queue_limit_bytes or FRONTIER_UNLIMITED_BYTES
+    targets = np.unique(np.round(np.geomspace(frontier.MIN_TARGET_BYTES, largest / 2, FRONTIER_TARGETS)))
+    loops = [frontier.Loop(forward, period, window) for window in (period, *FRONTIER_WINDOWS_MS)]
+    try:
+        points = frontier.frontier(capacity, targets.tolist(), loops)
+    except ValueError as error:
+        raise UserError(f"{name}: {error}") from None
+    mean_mbps = float(capacity.mean()) * 8 / traces.TTI_S / 1e6
+    console.print(
+        f"{name}, UE {ue}: {duration:g} s, mean capacity {mean_mbps:.2f} Mbit/s; the ideal sender learns the queue "
+        f"and the capacity every {period} ms report, its bytes reach the queue {forward} ms after it sends them"
+    )
+    table = Table(title="ideal fixed-target sender: the smallest p95 one-way delay that reaches each utilization")
+    for column in ("utilization %", "p95 delay ms", "target kB", "forecast window ms"):
+        table.add_column(column, justify="right")
+    for milestone in FRONTIER_MILESTONES:
+        reaching = [p for p in points if p.utilization >= milestone]
+        best = min(reaching, key=lambda p: p.delay_p95_ms) if reaching else None
+        if best is None:
+            table.add_row(f"{milestone * 100:g}", "not reached", "-", "-")
+        else:
+            table.add_row(
+                f"{milestone * 100:g}", _f(best.delay_p95_ms, 1), _f(best.target_bytes / 1e3, 1), str(best.window_ms)
+            )
+    console.print(table)
+    if results is not None:
+        _frontier_beside(results, point, points)
+
+
+def _frontier_beside(results: Path, point: str | None, points: list[frontier.FrontierPoint]) -> None:
+    """The arms of `results` at `point` against the frontier, and the latency goals against what it allows."""
+    summary_path = results / "summary.json"
+    if not summary_path.exists():
+        raise UserError(f"{summary_path}: no such file (`rnf report {results}` writes summary.json)")
+    arms = analysis.read_json(summary_path, ("arms",))["arms"]
+    suffix = f" @ {point}" if point else ""
+    chosen = {
+        key.removesuffix(suffix): values
+        for key, values in arms.items()
+        if (" @ " in key) == bool(point) and key.endswith(suffix)
+    }
+    if not chosen:
+        where = f"at point {point!r}" if point else "without a sweep point (give --point)"
+        raise UserError(f"{summary_path}: no arm {where}; its arms: {', '.join(sorted(arms))}")
+    table = Table(title=f"{results.name}{suffix}: the arms against the ideal sender")
+    for column in ("arm", "utilization %", "p95 delay ms", "ideal p95 at that utilization", "excess ms"):
+        table.add_column(column, justify="left" if column == "arm" else "right")
+    for arm, values in sorted(chosen.items()):
+        utilization, delay = values.get("utilization", math.nan), values.get("delay_p95_ms", math.nan)
+        ideal = frontier.delay_at(points, utilization)
+        table.add_row(arm, _f(utilization * 100, 1), _f(delay, 1), _f(ideal, 1), _f(delay - ideal, 1))
+    console.print(table)
+    references = [chosen.get(arm, {}).get("delay_p95_ms", math.nan) for arm in goals.REFERENCES]
+    ceiling = min(goals.BBR_DELAY_GOAL * references[0], goals.CUBIC_DELAY_GOAL * references[1])
+    if math.isnan(ceiling):
+        return
+    needed = frontier.delay_at(points, goals.UTILIZATION_GOAL)
+    console.print(
+        f"goal: utilization >= {goals.UTILIZATION_GOAL * 100:g} % at p95 <= {ceiling:.1f} ms (min of "
+        f"{goals.BBR_DELAY_GOAL:g} x BBR's, {goals.CUBIC_DELAY_GOAL:g} x CUBIC's); the ideal fixed-target sender "
+        f"needs {_f(needed, 1)} ms there ({_f(needed / ceiling, 2)} x the goal's)"
+    )
