@@ -292,6 +292,32 @@ def test_queue_grows_under_a_download_drains_after_and_scheduled_bytes_match_rec
     assert abs(scheduled / received - 1) <= 0.05
 
 
+def thread_policies(pid: int) -> dict[str, set[int]]:
+    """The scheduling policy of each thread of a process, by thread name."""
+    policies: dict[str, set[int]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        name = (task / "comm").read_text().strip()
+        policies.setdefault(name, set()).add(os.sched_getscheduler(int(task.name)))
+    return policies
+
+
+@pytest.mark.root
+@pytest.mark.timeout(300)
+def test_on_the_zeromq_radio_no_thread_of_the_stack_runs_real_time(stack_factory: Callable[..., SrsStack]) -> None:
+    """srsenb and srsue ask for SCHED_FIFO for their PHY workers and stack thread; the launcher starts them without
+    CAP_SYS_NICE, so srsRAN falls back to normal priority and leaves the proxy and the bridge their share."""
+    with stack_factory(telemetry_period_ms=10) as stack:
+        stack.ping_ue()
+        processes = {name: stack.processes[name].pid for name in ("enb", "ue1")}
+        policies = {name: thread_policies(pid) for name, pid in processes.items()}
+    print(f"\nthreads: {policies}")
+    for name, threads in policies.items():
+        assert {"WORKER0", "STACK"} <= threads.keys(), f"{name}: srsRAN's real-time threads are not there"
+        assert all(policy == {os.SCHED_OTHER} for policy in threads.values()), f"{name}: {threads}"
+    out = (stack.workdir / "enb.out").read_text(errors="replace")
+    assert "Creating it with normal priority" in out
+
+
 @pytest.mark.root
 @pytest.mark.timeout(1800)
 def test_srsenb_cpu_with_and_without_telemetry(stack_factory: Callable[..., SrsStack]) -> None:

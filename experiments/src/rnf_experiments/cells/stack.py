@@ -6,6 +6,14 @@ shim where the kernel has no SCTP), the ZeroMQ radio's sockets, and srsepc's SGi
 either direct (srsenb wired to one srsue) or a bridge (`rnf bridge run`) that the caller starts between the UEs'
 start and their attach. Used by `rnf run`'s srsRAN cells (`cells/srsran.py`) and by the integration tests.
 
+The stack runs without real-time scheduling. srsenb and srsue ask for SCHED_FIFO (priorities 94-96) for their PHY
+workers and stack thread, as a radio's deadlines need; the ZeroMQ radio has none (srsenb and srsue pace each other
+through its sockets), and on a small host the two stacks' FIFO threads, busy most of each TTI, took every core
+for up to 190 ms at a time: the proxy in the runner's process made no decision for 40-190 ms 9-10 times per 20 s
+arm through the bridge (none on the virtual cell), and the bridge's flowgraph starved the same way. So the
+processes start without CAP_SYS_NICE (`setpriv`), their requests for FIFO fail with EPERM and srsRAN creates the
+threads with normal priority (`threads_new_rt_cpu`'s fallback, which prints a warning in enb.out and ue*.out).
+
 A build is a srsRAN_4G tree built with ZeroMQ (`-DENABLE_ZEROMQ=ON`) with the enb-patches series applied;
 `find_build` says why one cannot be used.
 """
@@ -35,6 +43,7 @@ REPOSITORY = Path(__file__).resolve().parents[4]
 SHIM_SOURCE = REPOSITORY.parent / "shared" / "tools" / "sctp-udp-shim" / "sctpshim.c"
 ENB_RADIO = "tcp://127.0.0.1:2000", "tcp://127.0.0.1:2001"  # srsenb's tx_port and rx_port on the direct radio
 ATTACH_TIMEOUT_S = 120.0
+WITHOUT_REAL_TIME = ["setpriv", "--bounding-set", "-sys_nice", "--inh-caps", "-sys_nice", "--"]  # see above
 
 
 class StackError(RuntimeError):
@@ -300,7 +309,7 @@ class SrsStack:
             env["LD_PRELOAD"] = self.config.preload
         with (self.config.workdir / f"{name}.out").open("wb") as out:
             process = subprocess.Popen(
-                ["ip", "netns", "exec", self.config.core_ns, *argv],
+                ["ip", "netns", "exec", self.config.core_ns, *WITHOUT_REAL_TIME, *argv],
                 cwd=self.config.workdir,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -376,7 +385,7 @@ class SrsStack:
 
     @property
     def enb_pid(self) -> int:
-        """srsenb's own pid (`ip netns exec` execs it, so the Popen pid is srsenb's)."""
+        """srsenb's own pid (`ip netns exec` and `setpriv` exec it, so the Popen pid is srsenb's)."""
         return self.processes["enb"].pid
 
     def ue_rx_bytes(self, index: int = 0) -> int:
