@@ -52,7 +52,7 @@ pub struct CommonColumns {
     per_efficiency: *mut f64,
     cqi: *mut f64,
     services: *mut f64,    // capacity x FORECAST_RING: b(k) Ts, slot k mod FORECAST_RING
-    forecasts: *mut f64,   // capacity x FORECAST_RING: the service over the loop forecast at step k
+    forecasts: *mut f64,   // capacity x FORECAST_RING: the service per period forecast at step k
     errors: *mut f64,      // capacity x ERROR_HORIZON: what the loop served beyond its forecast, a ring
     error_count: *mut i64, // errors recorded
     margin: *mut f64,      // the ERROR_QUANTILE of the errors, bytes (NaN before the first)
@@ -327,15 +327,18 @@ impl Common<'_> {
     /// and so are the forecasts made before the first backlogged period: until then the rate estimates start
     /// from nothing and the served rate is only what arrived, so their errors measure the start-up, not the
     /// link (on a recorded drive trace they held the margin at the guard's cap for its whole horizon).
+    /// The ring keeps each forecast per period and checks it over the loop as it is now: a forecast for the
+    /// loop then known, checked over a loop learnt longer since, counted the difference as an error, a whole
+    /// period's service per step of difference.
     fn forecast_margin(&mut self, row: usize, k: i64, service: f64, forecast: f64, loop_steps: i64) -> f64 {
         let ring = |step: i64| row * FORECAST_RING + step.rem_euclid(FORECAST_RING as i64) as usize;
         self.services[ring(k)] = service;
         let span = loop_steps.clamp(1, FORECAST_RING as i64 - 1);
         if k > span {
-            let made = self.forecasts[ring(k - span)];
-            if !made.is_nan() {
+            let per_period = self.forecasts[ring(k - span)];
+            if !per_period.is_nan() {
                 let served: f64 = (0..span).map(|age| self.services[ring(k - age)]).sum();
-                let error = served - made;
+                let error = served - per_period * span as f64;
                 let count = self.error_count[row];
                 let slot = row * ERROR_HORIZON + (count as usize) % ERROR_HORIZON;
                 let full = count >= ERROR_HORIZON as i64;
@@ -351,7 +354,7 @@ impl Common<'_> {
                 }
             }
         }
-        self.forecasts[ring(k)] = if self.measured[row] { forecast } else { f64::NAN };
+        self.forecasts[ring(k)] = if self.measured[row] { forecast / loop_steps.max(1) as f64 } else { f64::NAN };
         self.margin[row].max(0.0)
     }
 }

@@ -1134,8 +1134,9 @@ fn the_forecast_margin_is_the_largest_excess_of_service_over_its_forecast_one_lo
     for (step, &bytes) in served.iter().enumerate() {
         smvs1(&params, &mut bank, report(0, 10_000.0, bytes), step as f64 * TS);
     }
-    // forecasts: 15000 at steps 1-3 (b_bar 500 kB/s), then b_bar 650k, 425k, 312.5k: 19500, 12750, 9375
-    assert_eq!(&bank.f("forecasts")[1..7], &[15_000.0, 15_000.0, 15_000.0, 19_500.0, 12_750.0, 9375.0]);
+    // forecasts, per period: 5000 at steps 1-3 (b_bar 500 kB/s), then b_bar 650k, 425k, 312.5k: 6500, 4250, 3125
+    // (over the loop: 15000, then 19500, 12750, 9375)
+    assert_eq!(&bank.f("forecasts")[1..7], &[5000.0, 5000.0, 5000.0, 6500.0, 4250.0, 3125.0]);
     assert_eq!(&bank.f("services")[1..7], &served[..]);
     // step 4: 5000 + 5000 + 8000 served against 15000, +3000; step 5: 15000, 0; step 6: 12000, -3000
     assert_eq!(bank.i("error_count")[0], 3);
@@ -1146,6 +1147,29 @@ fn the_forecast_margin_is_the_largest_excess_of_service_over_its_forecast_one_lo
     down.flagged = 1.0;
     smvs1(&params, &mut bank, down, 0.06);
     assert_eq!((bank.i("error_count")[0], bank.f("margin")[0]), (3, 3000.0));
+}
+
+#[test]
+fn a_loop_learnt_longer_checks_the_forecasts_over_the_new_loop_without_a_spurious_error() {
+    // 5000 B served every period at b_bar = 500 kB/s: every forecast comes true, whatever the loop. The loop goes
+    // from 3 steps (d = 1) to 7 (d = 3); a forecast made for 3 periods (15000 B) and checked over 7 (35000 B)
+    // would count 20000 B of error
+    let mut params = smvs_params();
+    let mut bank = Bank::smvs(1);
+    bank.f("q0")[0] = 10_000.0;
+    bank.f("eps")[0] = 10_000.0;
+    bank.flag("measured")[0] = true;
+    for step in 0..8 {
+        smvs1(&params, &mut bank, report(0, 10_000.0, 5000.0), step as f64 * TS);
+    }
+    params.d = 3;
+    for step in 8..16 {
+        smvs1(&params, &mut bank, report(0, 10_000.0, 5000.0), step as f64 * TS);
+    }
+    let count = bank.i("error_count")[0] as usize;
+    assert!(count >= 10, "{count} errors");
+    assert!(bank.f("errors")[..count].iter().all(|&e| e == 0.0), "{:?}", &bank.f("errors")[..count]);
+    assert_eq!(bank.f("margin")[0], 0.0);
 }
 
 #[test]
@@ -1161,10 +1185,11 @@ fn forecasts_made_before_the_first_backlogged_period_teach_the_margin_nothing() 
         // backlogged from the 4th report (step 4) on: the data waited through the whole period
         assert_eq!(bank.flag("measured")[0], step >= 3, "step {}", step + 1);
     }
-    // steps 1-3 forecast nothing; step 4's forecast (3 x 500 kB/s x 10 ms) is checked at step 7, step 5's at 8
+    // steps 1-3 forecast nothing; step 4's forecast (500 kB/s x 10 ms per period, 3 periods) is checked at step
+    // 7, step 5's at 8
     let forecasts = bank.f("forecasts")[1..9].to_vec();
     assert!(forecasts[..3].iter().all(|f| f.is_nan()), "{forecasts:?}");
-    assert_eq!(forecasts[3..], [15_000.0; 5]);
+    assert_eq!(forecasts[3..], [5000.0; 5]);
     assert_eq!(bank.i("error_count")[0], 2);
     assert_eq!(bank.f("errors")[..2], [0.0, 0.0]);
     // an outage is no backlogged period, whatever the queue
@@ -1422,8 +1447,8 @@ fn rnfs_forecast_is_the_fed_forward_rate_over_one_rtt_of_periods() {
     bank.flag("measured")[0] = true;
     rnf1(&params, &mut bank, report(0, 5000.0, 5000.0), 0.0);
     rnf1(&params, &mut bank, report(0, 5000.0, 5200.0), 0.01);
-    // step 1: no rate fed forward yet, 0; step 2: 500 kB/s x 3 x 10 ms
-    assert_eq!(&bank.f("forecasts")[1..3], &[0.0, 15_000.0]);
+    // step 1: no rate fed forward yet, 0; step 2: 500 kB/s x 10 ms per period, over the span of 3 periods
+    assert_eq!(&bank.f("forecasts")[1..3], &[0.0, 5000.0]);
     assert_eq!(&bank.f("services")[1..3], &[5000.0, 5200.0]);
     // without an RTT, one period
     params.tau = NAN;
