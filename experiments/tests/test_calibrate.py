@@ -95,6 +95,21 @@ qci_config = (
 """
 
 
+RR_CONF = """// srsenb's rr.conf, as the run folder keeps it
+mac_cnfg = { ulsch_cnfg = { periodic_bsr_timer = 20; // in ms
+  }; };
+phy_cnfg = {
+  sched_request_cnfg =
+  {
+    dsr_trans_max = 64;
+    period = 20;          // in ms (period = 5; in a comment)
+    nof_prb = 1;
+  };
+  cqi_report_cnfg = { period = 40; };
+};
+"""
+
+
 def _srsran_results(root: Path) -> Path:
     """Two arms on a srsRAN cell: `cubic` keeps the queue full (20000 B scheduled per 10 ms, 2000 of them resent),
     `smvs` lets it run empty; `smvs`'s packets took 2 ms (one odd packet), 6 ms (999) and 20 ms (1000); the
@@ -114,6 +129,7 @@ def _srsran_results(root: Path) -> Path:
         (run / "run.json").write_text(json.dumps({"arm": arm, "repetition": 0, "sweep": None, "complete": True}))
         (run / "series.lp").write_text(_telemetry(arm, periods))
         (run / "rb.conf").write_text(RB_CONF)
+        (run / "rr.conf").write_text(RR_CONF)
         flow = {"flow": "ue1-bulk1-1", "kind": "bulk", "ue": 1, "start_ns": 50 * MS,
                 "connected_ns": (50 + handshakes[arm]) * MS, "first_byte_ns": 90 * MS, "last_byte_ns": 290 * MS,
                 "received_bytes": 10**6, "requested_bytes": 0, "complete": True, "error": ""}  # fmt: skip
@@ -133,11 +149,12 @@ def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_pat
     assert found.reference_arm == "cubic"  # its queue held data through every period
     (ue,) = found.ues
     assert ue.backhaul_delay_ms == 6.0  # the 0.1 % quantile of 2000 delays: not the one odd packet at 2 ms
-    assert ue.uplink_delay_ms == 20.0  # the shortest handshake, 26 ms, less the 6 ms down
+    assert ue.uplink_delay_ms == 12.0  # the shortest handshake, 26 ms, less the 6 ms down and SR to PUSCH's 8 ms
     assert ue.harq_bler == 0.1  # 2000 of every 20000 B scheduled while data waited were resent
     assert (ue.queue_limit_bytes, ue.queue_limit_sdus) == (0, 256)
     assert ue.ttis_per_ms == pytest.approx(1.0)
     assert found.discard_timer_ms == 150.0  # QCI 9's in rb.conf
+    assert found.uplink_sr_period_ms == 20.0  # sched_request_cnfg's in rr.conf, not the CQI's nor the BSR's
     # from cubic's connection attempt at 50 ms: 16 Mbit/s (20000 B per 10 ms) until its telemetry ends at 291 ms
     assert ue.capacity[0] == pytest.approx((0.0, 16.0)) and ue.capacity[-1] == pytest.approx((0.241, 0.0))
     assert ue.mean_rate_mbps == pytest.approx(16.0)
@@ -146,7 +163,8 @@ def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_pat
     assert scenario.name == "real-calibrated" and [arm.name for arm in scenario.arms] == ["smvs", "cubic"]
     assert scenario.cell.kind == "virtual" and scenario.cell.wired.delay_ms == 0.0 and scenario.cell.prb == 25
     cell_ue = scenario.cell.ues[0]
-    assert (cell_ue.backhaul_delay_ms, cell_ue.uplink_delay_ms, cell_ue.harq_bler) == (6.0, 20.0, 0.1)
+    assert (cell_ue.backhaul_delay_ms, cell_ue.uplink_delay_ms, cell_ue.harq_bler) == (6.0, 12.0, 0.1)
+    assert cell_ue.uplink_sr_period_ms == 20.0
     assert (cell_ue.queue_limit_sdus, cell_ue.harq_rtt_ms, cell_ue.discard_timer_ms) == (256, 8.0, 150.0)
     # the trace the virtual cell will replay: 2000 B per 1 ms TTI for 241 ms
     trace = traces.read_csv(tmp_path / "c" / "capacity-ue1.csv")
@@ -192,7 +210,7 @@ def test_the_command_writes_the_calibrated_scenario_then_checks_a_run_of_it(tmp_
     results = _srsran_results(tmp_path / "real")
     written = CliRunner().invoke(cli, ["calibrate", str(results)])
     assert written.exit_code == 0, written.output
-    assert "capacity from arm 'cubic', 16.00 Mbit/s" in written.output and "uplink 20.0 ms" in written.output
+    assert "capacity from arm 'cubic', 16.00 Mbit/s" in written.output and "uplink 12.0 ms" in written.output
     assert (results / "calibrated" / "scenario.toml").is_file()
     summary = {"arms": {"smvs": {"utilization": 0.9, "queue_p50_bytes": 20_000, "queue_p95_bytes": 30_000,
                                  "delay_p95_ms": 21.0}}}  # fmt: skip
@@ -204,6 +222,17 @@ def test_the_command_writes_the_calibrated_scenario_then_checks_a_run_of_it(tmp_
     assert checked.exit_code == 0, checked.output
     utilization = next(line for line in checked.output.splitlines() if "utilization" in line)
     assert "90.0" in utilization and "95.0" in utilization and "NO" in utilization
+
+
+def test_the_scheduling_request_period_is_read_from_rr_conf_and_its_absence_named(tmp_path):
+    rr_conf = tmp_path / "rr.conf"
+    rr_conf.write_text(RR_CONF)
+    assert calibrate.sr_period_ms(rr_conf) == 20.0
+    rr_conf.write_text(RR_CONF.replace("period = 20;", "nof_sr = 1;"))
+    with pytest.raises(UserError, match=r"rr\.conf: no sched_request_cnfg\.period"):
+        calibrate.sr_period_ms(rr_conf)
+    with pytest.raises(UserError, match=r"nothing\.conf: cannot read srsenb's radio resource configuration"):
+        calibrate.sr_period_ms(tmp_path / "nothing.conf")
 
 
 def test_the_discard_timer_is_the_bearers_qcis_and_infinity_is_none(tmp_path):

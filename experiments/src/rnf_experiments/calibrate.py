@@ -13,8 +13,11 @@ What is taken from where:
 - **Backhaul delay**: the 0.1 % quantile of the one-way delay of every arm's packets (SGi to the UE's TUN, issue
   18's captures): what a packet that finds the queue empty takes through the eNB (GTP-U, PDCP, the MAC's TX
   processing) and the UE's decoding. The virtual cell serves such a packet within its next TTI.
-- **Uplink delay**: the shortest TCP handshake of the arms (the SYN up, the SYN-ACK down through empty queues) less
-  that backhaul delay: the UE's scheduling request, its grant and the uplink transmission.
+- **Uplink**: srsue's packets wait for its next scheduling-request occasion, every `sched_request_cnfg.period` ms
+  of the run's `rr.conf` (srsenb's default: 20), then for the grant and the transmission (8 ms), so its TCP ACKs
+  leave in bunches; the virtual cell does the same (`uplink_sr_period_ms`). The fixed rest of the uplink delay is
+  the shortest TCP handshake of the arms (the SYN up, the SYN-ACK down through empty queues, the SYN the luckiest
+  with the occasion) less that backhaul delay and those 8 ms.
 - **HARQ**: the retransmitted share of the bytes scheduled where data waited, as the block error rate per
   transport block, at LTE FDD's 8 ms HARQ round trip.
 - **Queue limit**: the largest the telemetry reported, in bytes and in SDUs.
@@ -54,6 +57,9 @@ QUEUE_FLOOR_BYTES = 3000.0
 PEAK_WINDOW_NS = 500_000_000  # either side: derive.py's one-second window, centred
 _QCI_BLOCK = re.compile(r"\bqci\s*=\s*(\d+)\s*;(.*?)(?=\bqci\s*=|\Z)", re.S)
 _DISCARD_TIMER = re.compile(r"\bdiscard_timer\s*=\s*(-?\d+)\s*;")
+_SR_CONFIG = re.compile(r"\bsched_request_cnfg\s*=\s*\{(.*?)\}", re.S)
+_PERIOD = re.compile(r"\bperiod\s*=\s*(\d+)\s*;")
+SR_TO_PUSCH_MS = 8.0  # LTE FDD: the grant 4 TTIs after the scheduling request, the transmission 4 after that
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,7 @@ class Calibration:
     n_prb: int
     telemetry_period_ms: int
     discard_timer_ms: float  # 0: none
+    uplink_sr_period_ms: float
     ues: list[UeCalibration]
 
 
@@ -186,6 +193,7 @@ def calibrate(results: Path) -> Calibration:
         n_prb=int(cell.get("n_prb", 25 if cell.get("kind") == "srsran" else 15)),
         telemetry_period_ms=int(cell.get("telemetry_period_ms", 10)),
         discard_timer_ms=discard_timer_ms(reference.directory / "rb.conf", int(cell.get("qci", 9))),
+        uplink_sr_period_ms=sr_period_ms(reference.directory / "rr.conf"),
         ues=ues,
     )
 
@@ -201,6 +209,19 @@ def discard_timer_ms(rb_conf: Path, qci: int) -> float:
             timer = _DISCARD_TIMER.search(block[2])
             return float(timer[1]) if timer and int(timer[1]) > 0 else 0.0
     raise UserError(f"{rb_conf}: no qci = {qci} in qci_config")
+
+
+def sr_period_ms(rr_conf: Path) -> float:
+    """The scheduling-request period of srsenb's rr.conf (`sched_request_cnfg.period`), ms."""
+    try:
+        text = re.sub(r"//[^\n]*", "", rr_conf.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UserError(f"{rr_conf}: cannot read srsenb's radio resource configuration: {error.strerror}") from None
+    config = _SR_CONFIG.search(text)
+    period = _PERIOD.search(config[1]) if config else None
+    if period is None or int(period[1]) <= 0:
+        raise UserError(f"{rr_conf}: no sched_request_cnfg.period (the UE's scheduling-request period)")
+    return float(period[1])
 
 
 def _calibrate_ue(
@@ -245,7 +266,7 @@ def _calibrate_ue(
         ue=ue,
         capacity=capacity,
         backhaul_delay_ms=round(backhaul, 2),
-        uplink_delay_ms=round(max(min(handshakes) - backhaul, 0.0), 2),
+        uplink_delay_ms=round(max(min(handshakes) - backhaul - SR_TO_PUSCH_MS, 0.0), 2),
         harq_bler=round(retx / (new + retx), 4) if new + retx else 0.0,
         queue_limit_bytes=limit_bytes,
         queue_limit_sdus=limit_sdus,
@@ -272,6 +293,7 @@ def scenario(calibration: Calibration, original: dict[str, Any]) -> dict[str, An
                 "trace": {"file": f"capacity-ue{ue.ue}.csv"},
                 "backhaul_delay_ms": ue.backhaul_delay_ms,
                 "uplink_delay_ms": ue.uplink_delay_ms,
+                "uplink_sr_period_ms": calibration.uplink_sr_period_ms,
                 "queue_limit_bytes": ue.queue_limit_bytes,
                 "queue_limit_sdus": ue.queue_limit_sdus,
                 "harq_bler": ue.harq_bler,

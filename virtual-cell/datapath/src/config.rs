@@ -73,6 +73,9 @@ pub struct UeConfig {
     /// PDCP's discard timer: an SDU untransmitted this long is discarded; 0 for none.
     #[serde(default)]
     pub discard_timer_us: u64,
+    /// The UE's scheduling-request period: its uplink packets leave in bunches (uplink.rs); 0 for none.
+    #[serde(default)]
+    pub uplink_sr_period_us: u64,
 }
 
 impl Config {
@@ -153,6 +156,7 @@ impl Config {
             if !(ue.harq_bler >= 0.0 && ue.harq_bler < 1.0) {
                 return Err(format!("{}: must be at least 0 and below 1, got {}", field("harq_bler"), ue.harq_bler));
             }
+            at_most(&field("uplink_sr_period_us"), ue.uplink_sr_period_us, 1_000_000)?;
         }
         Ok(())
     }

@@ -22,6 +22,7 @@ use crate::io::{netns, reason, would_block};
 use crate::report::{LatenessHistogram, LogRecord, Summary, UeReport, WiredSummary};
 use crate::rlc::{Limits, Sdu};
 use crate::trace::Trace;
+use crate::uplink;
 use crate::wired::WiredLink;
 
 const TOKEN_TIMER: u64 = 0;
@@ -237,6 +238,7 @@ struct Datapath {
     routes: HashMap<[u8; 4], usize>,
     backhaul: Vec<DelayLine<Sdu>>,
     uplink: Vec<DelayLine<Vec<u8>>>,
+    uplink_timing: Vec<(u64, u64)>, // per UE: the SR period and the fixed uplink delay, ns
     to_core: WiredLink<Vec<u8>>,
     to_server: WiredLink<Vec<u8>>,
     cell: Cell,
@@ -294,7 +296,12 @@ impl Datapath {
             stop: false,
             routes: config.ues.iter().enumerate().map(|(i, ue)| (ue.ipv4.octets(), i)).collect(),
             backhaul: config.ues.iter().map(|ue| DelayLine::new(ue.backhaul_delay_us * 1000)).collect(),
-            uplink: config.ues.iter().map(|ue| DelayLine::new(ue.uplink_delay_us * 1000)).collect(),
+            uplink: config.ues.iter().map(|_| DelayLine::new(0)).collect(), // uplink::release_ns sets the time
+            uplink_timing: config
+                .ues
+                .iter()
+                .map(|ue| (ue.uplink_sr_period_us * 1000, ue.uplink_delay_us * 1000))
+                .collect(),
             to_core: WiredLink::new(w.rate_bps, w.delay_us * 1000, w.queue_limit_bytes),
             to_server: WiredLink::new(w.rate_bps, w.delay_us * 1000, w.queue_limit_bytes),
             cell,
@@ -483,7 +490,8 @@ impl Datapath {
             };
             self.stats.uplink_packets += 1;
             let packet = self.pool.copy_of(&self.scratch[..n]);
-            self.uplink[ue].push(monotonic_ns(), packet);
+            let (period, delay) = self.uplink_timing[ue];
+            self.uplink[ue].push_until(uplink::release_ns(monotonic_ns(), self.clock.start_ns, period, delay), packet);
         }
     }
 

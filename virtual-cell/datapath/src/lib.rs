@@ -14,4 +14,5 @@ pub mod report;
 pub mod rlc;
 pub mod scheduler;
 pub mod trace;
+pub mod uplink;
 pub mod wired;

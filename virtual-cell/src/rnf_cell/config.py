@@ -122,6 +122,7 @@ class UeConfig(Strict):
     lcid: int = Field(default=3, ge=1, le=10)
     backhaul_delay_ms: Delay = 10.0
     uplink_delay_ms: Delay = 10.0
+    uplink_sr_period_ms: float = Field(default=0.0, ge=0, le=1000, allow_inf_nan=False)
     queue_limit_bytes: int = Field(default=300_000, ge=0)
     queue_limit_sdus: int = Field(default=0, ge=0)
     harq_bler: float = Field(default=0.0, ge=0.0, lt=1.0)
