@@ -2,6 +2,7 @@
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -115,6 +116,38 @@ def test_the_discard_timer_bounds_every_delivered_packets_wait_and_counts_what_i
     # about half of what arrived: 8 of the 16 Mbit/s
     assert 0.3 * arrived < discarded and sum(r.dropped_sdus for r in reports) == 0
     assert arrived - discarded - delivered <= reports[-1].queue_sdus + 1
+
+
+def test_with_scheduling_requests_the_ues_packets_leave_in_one_bunch_per_occasion(cell_data, tmp_path):
+    # pings from the UE every 7 ms for 0.7 s, scheduling requests every 100 ms: each echo request waits for the next
+    # occasion, then 8 ms (grant, PUSCH) and the 10 ms uplink delay; the wired path (5 ms each way) and the 10 ms
+    # backhaul bring the reply. So every RTT is at least 8 + 10 + 5 + 5 + 10 = 38 ms and at most 100 ms more (and a
+    # TTI), and the replies come back in bunches 100 ms apart, each of the requests sent within one period
+    cell_data["ues"][0]["uplink_sr_period_ms"] = 100
+    config = parse_cell(cell_data, "test")
+
+    async def scenario() -> str:
+        cell = VirtualCell(config, tmp_path, NullRecorder())
+        async with cell:
+            ping = await asyncio.create_subprocess_exec(
+                "ip", "netns", "exec", cell.names.ue(0), "ping", "-n", "-D", "-i", "0.007", "-c", "100", "-W", "1",
+                "10.20.0.2", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            out, err = await ping.communicate()
+            assert ping.returncode == 0, err.decode()
+            return out.decode()
+
+    output = asyncio.run(scenario())
+    replies = re.findall(r"^\[([\d.]+)\] .* time=([\d.]+) ms", output, re.M)  # -D: when each reply came
+    assert len(replies) == 100, output
+    returned = np.array([float(at) * 1000 for at, _ in replies])
+    rtts = np.array([float(rtt) for _, rtt in replies])
+    assert 38 <= rtts.min() and rtts.max() <= 38 + 100 + 2, sorted(rtts)
+    gaps = np.diff(returned)
+    assert np.all((gaps < 4) | (gaps > 80)), gaps  # replies come back together, or an occasion apart
+    bunches = np.split(returned - rtts, np.flatnonzero(gaps > 80) + 1)  # the requests' send times, per bunch
+    assert len(bunches) >= 6  # at least 700 ms of requests
+    assert all(np.ptp(sent) <= 100 + 2 for sent in bunches), [np.ptp(sent) for sent in bunches]
 
 
 def test_published_telemetry_matches_what_the_ue_kernel_received(cell_data, tmp_path, tun_rx_bytes):
