@@ -78,3 +78,5 @@ def test_cli_prints_the_curve_and_sets_a_results_folders_arms_beside_it(tmp_path
     assert "needs 12.0 ms there" in result.output
     wrong = CliRunner().invoke(cli, ["frontier", trace, "--results", str(results), "--point", "0.04"])
     assert wrong.exit_code != 0 and "no arm at point '0.04'" in wrong.output and "smvs" in wrong.output
+    alone = CliRunner().invoke(cli, ["frontier", trace, "--point", "0.04"])
+    assert alone.exit_code != 0 and "--point needs --results" in alone.output

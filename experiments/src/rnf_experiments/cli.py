@@ -6,9 +6,11 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.table import Table
@@ -315,17 +317,8 @@ def model_command(
     cell, scenario_duration, name = _cell_for(trace, trace_format, scenario_file, list(sets))
     if seed is not None:
         cell = cell.model_copy(update={"seed": seed})
-    if ue > len(cell.ues):
-        raise UserError(f"--ue {ue}: the cell has {len(cell.ues)} UE(s)")
-    spec = cell.ues[ue - 1]
-    rng = np.random.default_rng(cell.seed)
-    try:
-        built = [traces.with_outages(traces.build(u.trace, rng), u.outages) for u in cell.ues]  # as the cell does
-    except traces.TraceError as error:
-        raise UserError(str(error)) from None
-    capacity = traces.usable_bytes(built[ue - 1])
-    duration = duration_s or scenario_duration or len(capacity) * traces.TTI_S
-    capacity = np.resize(capacity, round(duration / traces.TTI_S))  # the trace loops
+    spec = _ue_spec(cell, ue)
+    capacity, _ = _ue_capacity(cell, ue, duration_s or scenario_duration)
     if buffer_bytes is not None:
         buffer_packets = buffer_bytes / packet_bytes
     else:  # the tighter of the RLC queue's limits; 0 means no limit of that kind
@@ -447,17 +440,11 @@ def frontier_command(
     law that holds a fixed queue at the eNB knowing the queue and the capacity at every report
     (experiments/src/rnf_experiments/frontier.py)."""
     cell, scenario_duration, name = _cell_for(trace, trace_format, scenario_file, list(sets))
-    if ue > len(cell.ues):
-        raise UserError(f"--ue {ue}: the cell has {len(cell.ues)} UE(s)")
-    spec = cell.ues[ue - 1]
-    rng = np.random.default_rng(cell.seed)
-    try:
-        built = [traces.with_outages(traces.build(u.trace, rng), u.outages) for u in cell.ues]  # as the cell does
-    except traces.TraceError as error:
-        raise UserError(str(error)) from None
-    capacity = traces.usable_bytes(built[ue - 1])
-    duration = scenario_duration or len(capacity) * traces.TTI_S
-    capacity = np.resize(capacity, round(duration / traces.TTI_S))  # the trace loops
+    if point is not None and results is None:
+        raise UserError("--point needs --results")
+    arms = _arms_at(results, point) if results is not None else None  # a bad folder fails before the runs
+    spec = _ue_spec(cell, ue)
+    capacity, duration = _ue_capacity(cell, ue, scenario_duration)
     period = cell.telemetry.period_ms
     forward = round(spec.backhaul_delay_ms)
     largest = spec.queue_limit_bytes or FRONTIER_UNLIMITED_BYTES
@@ -485,12 +472,31 @@ def frontier_command(
                 f"{milestone * 100:g}", _f(best.delay_p95_ms, 1), _f(best.target_bytes / 1e3, 1), str(best.window_ms)
             )
     console.print(table)
-    if results is not None:
-        _frontier_beside(results, point, points)
+    if results is not None and arms is not None:
+        _frontier_beside(f"{results.name}{f' @ {point}' if point else ''}", arms, points)
 
 
-def _frontier_beside(results: Path, point: str | None, points: list[frontier.FrontierPoint]) -> None:
-    """The arms of `results` at `point` against the frontier, and the latency goals against what it allows."""
+def _ue_spec(cell: CellConfig, ue: int) -> UeConfig:
+    if ue > len(cell.ues):
+        raise UserError(f"--ue {ue}: the cell has {len(cell.ues)} UE(s)")
+    return cell.ues[ue - 1]
+
+
+def _ue_capacity(cell: CellConfig, ue: int, duration_s: float | None) -> tuple[npt.NDArray[np.int64], float]:
+    """UE `ue`'s capacity per TTI as the cell builds it (seed, outages), looped to `duration_s` (default: the
+    trace's own length), and that duration."""
+    rng = np.random.default_rng(cell.seed)
+    try:
+        built = [traces.with_outages(traces.build(u.trace, rng), u.outages) for u in cell.ues]  # as the cell does
+    except traces.TraceError as error:
+        raise UserError(str(error)) from None
+    capacity = traces.usable_bytes(built[ue - 1])
+    duration = duration_s or len(capacity) * traces.TTI_S
+    return np.resize(capacity, round(duration / traces.TTI_S)), duration  # the trace loops
+
+
+def _arms_at(results: Path, point: str | None) -> dict[str, dict[str, Any]]:
+    """The arms of a results folder's summary.json at sweep point `point` (None: a scenario without a sweep)."""
     summary_path = results / "summary.json"
     if not summary_path.exists():
         raise UserError(f"{summary_path}: no such file (`rnf report {results}` writes summary.json)")
@@ -504,7 +510,12 @@ def _frontier_beside(results: Path, point: str | None, points: list[frontier.Fro
     if not chosen:
         where = f"at point {point!r}" if point else "without a sweep point (give --point)"
         raise UserError(f"{summary_path}: no arm {where}; its arms: {', '.join(sorted(arms))}")
-    table = Table(title=f"{results.name}{suffix}: the arms against the ideal sender")
+    return chosen
+
+
+def _frontier_beside(title: str, chosen: dict[str, dict[str, Any]], points: list[frontier.FrontierPoint]) -> None:
+    """The arms against the frontier, and the latency goals against what it allows."""
+    table = Table(title=f"{title}: the arms against the ideal sender")
     for column in ("arm", "utilization %", "p95 delay ms", "ideal p95 at that utilization", "excess ms"):
         table.add_column(column, justify="left" if column == "arm" else "right")
     for arm, values in sorted(chosen.items()):
