@@ -1,6 +1,8 @@
 """What the RAN-feedback controllers are for, measured by the cell, not by the controllers: on the virtual cell at
 a constant rate (the setting of the SMVS limit cycle: 6 Mbit/s, RLC queue 100 kB, backhaul 20 ms), the queue
-settles at its reference, inside the band the configuration implies, with no RLC drop and the link busy.
+settles at its reference, inside the band the configuration implies, with no RLC drop and the link busy; and when
+the UE sends its ACKs in bunches at its scheduling-request occasions, as srsue does, `rnf`'s window, clocked by
+what the eNB serves rather than by the ACKs, keeps the queue at its reference.
 
 The references and bands are computed here by hand from the configuration (paper 000 (37)/(43) and the delay
 target rule), the queue and the drops are the cell's reports, the sojourn time is the queue over the trace's
@@ -22,8 +24,7 @@ RATE_BYTES_S = 750_000  # 6 Mbit/s
 UTILIZATION = 0.96
 
 
-@pytest.fixture(scope="module")
-def constant_rate(tmp_path_factory):
+def run_constant_rate(tmp_path_factory, ue: str, arms: str):
     prefix = "c" + uuid.uuid4().hex[:6]
     overrides = [
         "duration_s=8",
@@ -31,12 +32,9 @@ def constant_rate(tmp_path_factory):
         f"cell.namespace_prefix='{prefix}'",
         "cell.telemetry.endpoint='tcp://127.0.0.1:5573'",
         "cell.ues=[{trace={generator='constant', rate_mbps=6}, backhaul_delay_ms=20, uplink_delay_ms=20, "
-        "queue_limit_bytes=100000}]",
+        f"queue_limit_bytes=100000{ue}}}]",
         "traffic=[{kind='bulk'}]",
-        "arms=[{name='smvs-bytes', kind='proxy', controller={kind='smvs', q0_bytes=50000}}, "
-        "{name='smvs-target', kind='proxy', controller={kind='smvs', target_ms=20}}, "
-        "{name='rnf-target', kind='proxy', controller={kind='rnf', target_ms=20}}, "
-        "{name='smvs-default', kind='proxy', controller={kind='smvs'}}]",
+        f"arms=[{arms}]",
     ]
     scenario, raw = load_scenario(SCENARIOS / "proxy-smoke.toml", overrides)
     results = run_scenario(scenario, raw, overrides, tmp_path_factory.mktemp("control"))
@@ -46,6 +44,28 @@ def constant_rate(tmp_path_factory):
     for run in summary["runs"]:
         summary["arms"][run["arm"]]["proxy_retrans_segments"] = run["netstat"]["core"]["retrans_segments"]
     return summary["arms"]
+
+
+@pytest.fixture(scope="module")
+def constant_rate(tmp_path_factory):
+    return run_constant_rate(
+        tmp_path_factory,
+        "",
+        "{name='smvs-bytes', kind='proxy', controller={kind='smvs', q0_bytes=50000}}, "
+        "{name='smvs-target', kind='proxy', controller={kind='smvs', target_ms=20}}, "
+        "{name='rnf-target', kind='proxy', controller={kind='rnf', target_ms=20}}, "
+        "{name='smvs-default', kind='proxy', controller={kind='smvs'}}",
+    )
+
+
+@pytest.fixture(scope="module")
+def bunched_acks(tmp_path_factory):
+    # the UE's packets wait for its next scheduling-request occasion, every 20 ms: its ACKs leave in bunches
+    return run_constant_rate(
+        tmp_path_factory,
+        ", uplink_sr_period_ms=20",
+        "{name='rnf-target', kind='proxy', controller={kind='rnf', target_ms=20}}",
+    )
 
 
 def test_smvs_with_the_papers_byte_reference_settles_in_its_band_without_loss(constant_rate):
@@ -84,4 +104,14 @@ def test_smvs_with_its_defaults_keeps_the_link_busy_with_a_period_of_service_que
     # reference is a loop delay's worth of the rate (40 ms here)
     assert arm["rlc_drops_sdus"] == 0 and arm["proxy_retrans_segments"] == 0
     assert 3_750 < arm["queue_p50_bytes"] < 11_250 and 5 < arm["sojourn_p50_ms"] < 15
+    assert arm["utilization"] >= UTILIZATION
+
+
+def test_rnf_holds_its_reference_when_the_ue_bunches_its_acks(bunched_acks):
+    arm = bunched_acks["rnf-target"]
+    # q_ref = 20 ms x 750 kB/s = 15000 B. A window of TCP's unacknowledged bytes would swing with the ACKs, by up
+    # to 20 ms of the rate (15000 B: the queue empties) between two occasions; clocked by what the eNB serves, the
+    # queue stays within two full-size packets (3000 B, the queue's own granularity at a report) of q_ref
+    assert arm["rlc_drops_sdus"] == 0 and arm["proxy_retrans_segments"] == 0
+    assert 12_000 < arm["queue_p50_bytes"] < 18_000 and arm["queue_p95_bytes"] < 18_000
     assert arm["utilization"] >= UTILIZATION

@@ -14,6 +14,7 @@ CONFIG = RnfConfig(
     smooth_rate=False,
     overflow_guard=False,
     channel_rate=False,
+    clock="acks",
     ts_s=TS,
 )
 
@@ -66,7 +67,7 @@ def test_a_period_that_served_nothing_unflagged_is_the_rate_falling_not_an_outag
 def test_measured_min_rtt_is_tau_when_not_configured():
     from rnf_proxy.control import AckSample
 
-    rnf = Rnf(RnfConfig(q_ref_bytes=50_000, smooth_rate=False))
+    rnf = Rnf(RnfConfig(q_ref_bytes=50_000, smooth_rate=False, clock="acks"))
     rnf.update(AckSample(acked=0, interval_s=TS, in_flight=0, min_rtt_s=0.02, srtt_s=0.08), now=0.0)
     assert rnf.update(report(50_000, 1_000_000), now=TS).limit == 70_000  # 1e6 * 0.02 + 50000
 
@@ -88,7 +89,7 @@ def test_a_delay_target_sets_q_ref_from_the_rate():
 
 
 def test_the_default_target_is_the_loop_half_the_rtt_and_one_period():
-    rnf = Rnf(RnfConfig(tau_s=0.04, smooth_rate=False, ts_s=TS))
+    rnf = Rnf(RnfConfig(tau_s=0.04, smooth_rate=False, ts_s=TS, clock="acks"))
     # target = 0.04 / 2 + 0.01 = 0.03 s: q_ref = 37500 B; w = 50000 + 37500
     assert rnf.update(report(25_000, 1_250_000), now=0.0).limit == 87_500
 
@@ -104,7 +105,7 @@ def test_the_rate_is_averaged_over_tau_and_an_empty_queue_cannot_lower_it():
 
 
 def test_the_default_feedback_acts_every_two_rtts_not_every_second():
-    rnf = Rnf(RnfConfig(q_ref_bytes=50_000, tau_s=0.04, smooth_rate=False, ts_s=TS))
+    rnf = Rnf(RnfConfig(q_ref_bytes=50_000, tau_s=0.04, smooth_rate=False, ts_s=TS, clock="acks"))
     rnf.update(report(80_000, 1_250_000), now=0.0)  # w = 100000; the next feedback at 2 tau = 0.08 s
     for k in range(1, 8):
         assert rnf.update(report(80_000, 1_250_000), now=k * TS).limit == 100_000
@@ -137,7 +138,7 @@ def test_the_queue_an_outage_held_does_not_correct_the_window_after_it():
 
 def test_tau_is_the_loop_measured_from_what_the_sockets_hold_in_flight():
     # the sockets: 30 ms smallest RTT, 100000 B unacknowledged; the eNB: 20000 B queued at 1 MB/s
-    rnf = Rnf(RnfConfig(q_ref_bytes=20_000, feedback_period_s=10.0, smooth_rate=False, ts_s=TS))
+    rnf = Rnf(RnfConfig(q_ref_bytes=20_000, feedback_period_s=10.0, smooth_rate=False, ts_s=TS, clock="acks"))
     rnf.update(AckSample(acked=0, interval_s=0.01, in_flight=100_000, min_rtt_s=0.03, srtt_s=0.2), now=0.0)
     # until measured, tau is the smallest RTT: 1e6 x 0.03 + 20000
     assert rnf.update(report(20_000, 1_000_000), now=0.0).limit == 50_000
@@ -145,7 +146,58 @@ def test_tau_is_the_loop_measured_from_what_the_sockets_hold_in_flight():
     decision = rnf.update(report(60_000, 1_500_000), now=0.01)
     assert decision.limit == 1_500_000 * 0.08 + 20_000
     # the paper's tau ignores what is in flight
-    paper = Rnf(RnfConfig(q_ref_bytes=20_000, feedback_period_s=10.0, smooth_rate=False, loop_delay="rtt", ts_s=TS))
+    paper = Rnf(
+        RnfConfig(
+            q_ref_bytes=20_000, feedback_period_s=10.0, smooth_rate=False, loop_delay="rtt", ts_s=TS, clock="acks"
+        )
+    )
     paper.update(AckSample(acked=0, interval_s=0.01, in_flight=100_000, min_rtt_s=0.03, srtt_s=0.2), now=0.0)
     paper.update(report(20_000, 1_000_000), now=0.0)
     assert paper.update(report(60_000, 1_500_000), now=0.01).limit == 1_500_000 * 0.03 + 20_000
+
+
+# The RAN clock (the default): the window bounds what the eNB has not served, its queue and what is on its way to
+# it, and each report releases the difference for the next period. tau is the loop from a release to the report
+# that shows it: 30 ms here, three periods. Quotas are TCP payload, 1448 B of every 1500-byte packet the eNB counts.
+RAN = CONFIG.model_copy(update={"clock": "ran", "q_ref_bytes": 20_000, "tau_s": 0.03})
+PAYLOAD = 1448 / 1500
+
+
+def test_the_ran_clock_releases_the_window_less_what_the_enb_holds_and_what_is_on_its_way():
+    rnf = Rnf(RAN)
+    first = rnf.update(report(0, 1_000_000), now=0.0)
+    # w = 1e6 x 0.03 + 20000 = 50000 B, nothing queued or on its way: all of it, as payload
+    assert first.mode is Mode.QUOTA and first.step_s == TS
+    assert first.limit == round(50_000 * PAYLOAD)
+    # 10000 B arrived and were served: 40000 B are still on their way, 5 % toward the loop's two quotas (50000)
+    second = rnf.update(report(0, 1_000_000), now=TS)
+    assert second.limit == round((50_000 - (0.95 * 40_000 + 0.05 * 50_000)) * PAYLOAD)  # 9500 B of packets
+    # 25000 B arrived (15000 queued, 10000 served): 40500 + 9500 - 25000 on their way, 5 % toward 9500 + 50000
+    third = rnf.update(report(15_000, 1_000_000), now=2 * TS)
+    on_the_way = 0.95 * 25_000 + 0.05 * 59_500
+    assert third.limit == round((50_000 - 15_000 - on_the_way) * PAYLOAD)
+
+
+def test_a_quota_the_connections_had_no_data_for_is_not_counted_on_its_way():
+    rnf = Rnf(RAN)
+    rnf.update(report(0, 1_000_000), now=0.0)
+    # the proxy released nothing of it (the server had sent nothing yet): the whole window again
+    idle = RanSample(queue=0, served=0, period_s=TS, released=0)
+    assert rnf.update(idle, now=TS).limit == round(50_000 * PAYLOAD)
+
+
+def test_the_ran_clock_releases_nothing_in_an_outage_and_resumes_with_what_is_still_unserved():
+    rnf = Rnf(RAN)
+    rnf.update(report(0, 1_000_000), now=0.0)
+    # 30000 B arrived and nothing was served: 20000 B still on their way (21500 with the lean toward 50000)
+    assert rnf.update(report(30_000, 0, outage=True), now=TS).limit == 0
+    # back: 10000 B more arrived; on the way 21500 - 10000, leaning toward the quotas 0 and 50000
+    on_the_way = 0.95 * 11_500 + 0.05 * 50_000
+    assert rnf.update(report(30_000, 1_000_000), now=2 * TS).limit == round((50_000 - 30_000 - on_the_way) * PAYLOAD)
+
+
+def test_the_ran_clock_keeps_the_window_and_the_sockets_under_the_reported_limit():
+    rnf = Rnf(RAN.model_copy(update={"overflow_guard": True}))
+    # w = 2.5e6 x 0.03 + 20000 = 95000 > 100000 less 0.04 x 100000 + 3000 = 93000
+    decision = rnf.update(report(0, 2_500_000, limit=100_000), now=0.0)
+    assert decision.limit == round(93_000 * PAYLOAD) and decision.cap == 93_000

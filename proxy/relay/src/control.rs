@@ -8,8 +8,9 @@
 //! Reports are stepped in order, so a UE reported twice in one burst is stepped twice.
 
 /// One UE's telemetry period: the bank row, then bytes, seconds, 1.0 for a flagged outage, the bytes dropped
-/// at the tail of the queue, the queue limit the eNB reports (bytes, 0 when none) and the period's mean
-/// wideband CQI (NaN when none was reported).
+/// at the tail of the queue, the queue limit the eNB reports (bytes, 0 when none), the period's mean
+/// wideband CQI (NaN when none was reported), and what the proxy released toward the UE since its last report
+/// (payload bytes, NaN when not known: the proxy's count, not the eNB's).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct Report {
@@ -21,6 +22,7 @@ pub struct Report {
     pub dropped: f64,
     pub limit: f64,
     pub cqi: f64,
+    pub released: f64,
 }
 
 /// The decision of one step: `limit` bytes (-1: no parameters yet), the step number, the step's length
@@ -103,11 +105,17 @@ pub struct RnfColumns {
     queue_count: *mut f64,
     next_feedback: *mut f64,
     q_ref: *mut f64,
-    smoothed: *mut f64, // the served rate averaged over tau, bytes/s
+    smoothed: *mut f64,  // the served rate averaged over tau, bytes/s
     in_flight: *mut f64, // bytes sent toward the UE and not acknowledged, the sockets' last sample (NaN: none)
     srtt: *mut f64,      // the largest smoothed RTT of the UE's connections, s, last sample (0: none)
     pipe: *mut f64,      // bytes in flight outside the eNB queue, averaged over tau (NaN: none yet)
     loop_tau: *mut f64,  // the loop's RTT without the queue, pipe / b, s (NaN: not measured yet)
+    // the RAN clock (`RnfParams::ran_clock`)
+    quotas: *mut f64,  // capacity x QUOTA_HISTORY, slot k mod QUOTA_HISTORY holds the quota of step k
+    transit: *mut f64, // bytes released toward the eNB and not yet in its queue (NaN: none yet)
+    lag_cov: *mut f64, // capacity x LAGS: as SmvsColumns, for the loop delay
+    means: *mut f64,   // capacity x 3: as SmvsColumns
+    loop_steps: *mut i64,
 }
 
 #[repr(C)]
@@ -118,10 +126,11 @@ pub struct RnfParams {
     pub feedback_period: f64, // s; NaN: 2 tau, at least FEEDBACK_MIN_PERIODS periods
     pub rate_change: f64,
     pub min_window: f64,
-    pub smooth_rate: i64,  // 1: b is the served rate averaged over tau; 0: one period's (paper)
-    pub guard: i64,        // 1: the window never exceeds B_max less the margin
-    pub channel_rate: i64, // 1: a period that ends with an empty queue is served at the CQI's rate
+    pub smooth_rate: i64,   // 1: b is the served rate averaged over tau; 0: one period's (paper)
+    pub guard: i64,         // 1: the window never exceeds B_max less the margin
+    pub channel_rate: i64,  // 1: a period that ends with an empty queue is served at the CQI's rate
     pub loop_measured: i64, // 1: tau (when not configured) is the measured loop, pipe / b, at least the min RTT
+    pub ran_clock: i64,     // 1: the window bounds what the eNB has not served, released per period (quota)
 }
 
 /// Why a step was refused; nothing was stepped then.
@@ -204,6 +213,16 @@ pub fn cqi_efficiency(cqi: f64) -> f64 {
     let fraction = clamped - low as f64;
     CQI_EFFICIENCY[low] + fraction * (CQI_EFFICIENCY[high] - CQI_EFFICIENCY[low])
 }
+/// The RAN clock counts what is in transit toward the eNB by conservation (released, less what the reports show
+/// arriving), which is exact whatever the loop delay but accumulates any error of units; each period it leans
+/// this much toward the quotas released over the measured loop, which is right on average but not step by step
+/// (a loop off by one step would make a dead-beat release unstable). A time constant of 20 periods, far longer
+/// than the loop: the anchor steers the level, not the dynamics; a unit error e biases the count by e/0.05
+/// periods' service.
+const TRANSIT_ANCHOR: f64 = 0.05;
+/// Bytes on the eNB's side per byte of TCP payload released: a full-size 1500-byte packet carries 1448 (IP and
+/// TCP headers with timestamps, 52 B). The reports count packets (PDCP SDUs), the quotas payload.
+const WIRE_PER_PAYLOAD: f64 = 1500.0 / 1448.0;
 /// RNF's feedback acts at most this often, in telemetry periods (its own effect must reach the queue first).
 const FEEDBACK_MIN_PERIODS: f64 = 4.0;
 
@@ -681,20 +700,67 @@ pub fn rnf_step(
             slice(columns.smoothed, capacity),
         )
     };
-    // SAFETY: as above.
-    let (in_flight, srtt, pipe, loop_tau) = unsafe {
+    // SAFETY: as above; the rings are QUOTA_HISTORY, LAGS and 3 wide.
+    let (in_flight, srtt, pipe, loop_tau, quotas, transit, lag_cov, means, loop_steps) = unsafe {
         (
             slice(columns.in_flight, capacity),
             slice(columns.srtt, capacity),
             slice(columns.pipe, capacity),
             slice(columns.loop_tau, capacity),
+            slice(columns.quotas, capacity * QUOTA_HISTORY),
+            slice(columns.transit, capacity),
+            slice(columns.lag_cov, capacity * LAGS),
+            slice(columns.means, capacity * 3),
+            slice(columns.loop_steps, capacity),
         )
     };
+    let ran = params.ran_clock != 0;
     for ((report, &row), output) in reports.iter().zip(&rows).zip(outputs.iter_mut()) {
-        // tau: configured; or the loop as measured (the RTT without the queue under load: what the window's
-        // b tau must cover), never below the smallest RTT; or, until it is measured, the smallest RTT
+        let history = &mut quotas[row * QUOTA_HISTORY..(row + 1) * QUOTA_HISTORY];
+        let previous_queue = common.prev_queue[row];
+        let k_next = common.steps[row] + 1;
+        if !report.released.is_nan() {
+            // the last quota as it was used: a quota the connections had no data for never left
+            history[(k_next - 1).rem_euclid(QUOTA_HISTORY as i64) as usize] = report.released;
+        }
+        // the RAN clock's loop, in steps: tau's, measured (as SMVS's), or the forward half of the RTT and the report
+        let mut loop_now = 1;
+        if ran {
+            // what reached the queue during the period, against the quotas released before: the loop delay
+            let arrived = (report.queue - previous_queue + report.served + report.dropped).max(0.0);
+            if let Some(lag) = learn_loop(
+                &mut lag_cov[row * LAGS..(row + 1) * LAGS],
+                &mut means[row * 3..row * 3 + 3],
+                history,
+                k_next,
+                arrived,
+            ) {
+                loop_steps[row] = lag;
+            }
+            loop_now = if !params.tau.is_nan() && report.period > 0.0 {
+                ((params.tau / report.period - 1e-9).ceil() as i64).max(1)
+            } else if params.loop_measured != 0 {
+                measured_loop(loop_steps[row], common.min_rtt[row], report.period)
+            } else {
+                1 + derived_d(common.min_rtt[row], report.period)
+            };
+            let released =
+                |age: i64| WIRE_PER_PAYLOAD * history[(k_next - age).rem_euclid(QUOTA_HISTORY as i64) as usize];
+            // in transit: the last count, plus the last quota, less what arrived; leaning toward the quotas of the
+            // loop (TRANSIT_ANCHOR); never below nothing nor above all released over the longest loop learnt
+            let anchor: f64 = (1..loop_now).map(released).sum();
+            let counted = if transit[row].is_nan() { anchor } else { transit[row] + released(1) - arrived };
+            let most: f64 = (1..=LAGS as i64).map(released).sum();
+            transit[row] = ((1.0 - TRANSIT_ANCHOR) * counted + TRANSIT_ANCHOR * anchor).clamp(0.0, most);
+        }
+        // tau: configured; with the RAN clock, the loop from a release to the report that shows it (the window
+        // is then what the eNB has not served, the bytes on their way to it and its queue: b tau + q_ref); or
+        // the loop as measured (the RTT without the queue under load: what the window's b tau must cover),
+        // never below the smallest RTT; or, until it is measured, the smallest RTT
         let tau = if !params.tau.is_nan() {
             params.tau
+        } else if ran {
+            loop_now as f64 * report.period
         } else if params.loop_measured != 0 && loop_tau[row] > common.min_rtt[row] {
             loop_tau[row]
         } else {
@@ -717,7 +783,7 @@ pub fn rnf_step(
             }
             smoothed[row]
         };
-        if params.loop_measured != 0 && !down && !in_flight[row].is_nan() && tau > 0.0 {
+        if !ran && params.loop_measured != 0 && !down && !in_flight[row].is_nan() && tau > 0.0 {
             // what is in flight and not in the queue is on the wire, in the MAC or HARQ, or delivered with its
             // ACK still on the way back: by Little's law b times the loop's RTT without the queue
             let outside = (in_flight[row] - report.queue).max(0.0);
@@ -746,7 +812,8 @@ pub fn rnf_step(
         let smallest = if common.measured[row] { MIN_REFERENCE } else { INITIAL_WINDOW };
         // q_ref in bytes; or a delay target, q_ref = target x the rate of the last feed-forward; by default
         // the forecast margin, until it has FORECAST_WARMUP errors the loop delay's worth of the rate (a
-        // forward half of the RTT and the period the report waits for)
+        // forward half of the RTT and the period the report waits for; with the RAN clock, its loop)
+        let lead = if ran { tau } else { tau / 2.0 + report.period };
         let reference = |rate: f64| {
             if !params.q_ref.is_nan() {
                 params.q_ref
@@ -755,7 +822,7 @@ pub fn rnf_step(
             } else if warm {
                 margin.max(report.period * rate).max(smallest) // at least a period's service: PERIOD_FLOOR
             } else {
-                ((tau / 2.0 + report.period) * rate).max(smallest)
+                (lead * rate).max(smallest)
             }
         };
         if missing && down {
@@ -804,8 +871,18 @@ pub fn rnf_step(
         common.q[row] = report.queue;
         common.b[row] = b;
         common.outage[row] = down;
-        let pacing = if tau > 0.0 { window / tau } else { 0.0 };
-        *output = Output { limit: window.round_ties_even() as i64, step: k, step_s: 0.0, pacing, cap: 0.0 };
+        *output = if ran {
+            // the window less what the eNB holds and what is on its way to it, released over the next period
+            let quota = if down { 0.0 } else { ((window - report.queue - transit[row]) / WIRE_PER_PAYLOAD).max(0.0) };
+            history[k.rem_euclid(QUOTA_HISTORY as i64) as usize] = quota;
+            // the guard's hard half on the sockets, as SMVS's: nothing they hold can take the queue past it
+            let cap =
+                if params.guard != 0 && report.limit > 0.0 { report.limit - guard_margin(report.limit) } else { 0.0 };
+            Output { limit: quota.round_ties_even() as i64, step: k, step_s: report.period, pacing: 0.0, cap }
+        } else {
+            let pacing = if tau > 0.0 { window / tau } else { 0.0 };
+            Output { limit: window.round_ties_even() as i64, step: k, step_s: 0.0, pacing, cap: 0.0 }
+        };
     }
     Ok(())
 }

@@ -68,7 +68,7 @@ const SMVS: [(&str, Init); 14] = [
     ("rate_errors", Init::F(0.0, 2)),
 ];
 
-const RNF: [(&str, Init); 10] = [
+const RNF: [(&str, Init); 15] = [
     ("rate", Init::F(NAN, 1)),
     ("queue_sum", Init::F(0.0, 1)),
     ("queue_count", Init::F(0.0, 1)),
@@ -79,6 +79,11 @@ const RNF: [(&str, Init); 10] = [
     ("srtt", Init::F(0.0, 1)),
     ("pipe", Init::F(NAN, 1)),
     ("loop_tau", Init::F(NAN, 1)),
+    ("quotas", Init::F(0.0, QUOTA_HISTORY)),
+    ("transit", Init::F(NAN, 1)),
+    ("lag_cov", Init::F(0.0, LAGS)),
+    ("means", Init::F(0.0, 3)),
+    ("loop_steps", Init::I(0)),
 ];
 
 enum Column {
@@ -155,7 +160,8 @@ impl Bank {
     }
 }
 
-/// A report of one 10 ms period: no outage flag, nothing dropped, no limit or CQI reported.
+/// A report of one 10 ms period: no outage flag, nothing dropped, no limit or CQI reported, the proxy's release
+/// not known.
 fn report(row: usize, queue: f64, served: f64) -> Report {
     // SAFETY: a Report is doubles only; zero is a valid value of each (fields added later read as "none").
     let mut report: Report = unsafe { std::mem::zeroed() };
@@ -163,6 +169,7 @@ fn report(row: usize, queue: f64, served: f64) -> Report {
     report.queue = queue;
     report.served = served;
     report.period = TS;
+    report.released = NAN;
     report
 }
 
@@ -763,6 +770,33 @@ fn rnf_freezes_its_window_in_an_outage() {
     // b = 0: w = q_ref), and the feedback that was due runs (the queue's mean 20000: no correction)
     assert_eq!(rnf1(&params, &mut bank, report(0, 30_000.0, 0.0), 0.06).limit, 20_000);
     assert!(!bank.flag("outage")[0]);
+}
+
+/// The RAN clock: the window bounds the eNB's queue and what is on its way to it; each report releases the rest as
+/// a quota in payload bytes (1448 of every 1500). tau = 50 ms: a loop of five periods, four quotas on their way.
+#[test]
+fn the_ran_clock_releases_the_window_less_the_queue_and_what_is_counted_on_its_way() {
+    let mut params = rnf_params();
+    params.ran_clock = 1;
+    let payload: f64 = 1448.0 / 1500.0;
+    let mut bank = Bank::rnf(1);
+    // w = 500 kB/s x 0.05 + 20000 = 45000; 10000 queued, nothing released yet: 35000 B of packets
+    let out = rnf1(&params, &mut bank, report(0, 10_000.0, 5000.0), 0.0);
+    assert_eq!((out.limit, out.step, out.step_s, out.pacing), ((35_000.0 * payload).round() as i64, 1, TS, 0.0));
+    assert_eq!(bank.f("transit")[0], 0.0);
+    // the proxy released 20000 B of payload (20718.8 of packets); 8000 B arrived (3000 more queued, 5000 served):
+    // 12718.8 on the way, leaning 5 % toward the four quotas of the loop (20718.8): 13118.8
+    let mut next = report(0, 13_000.0, 5000.0);
+    next.released = 20_000.0;
+    let out = rnf1(&params, &mut bank, next, 0.01);
+    let on_the_way = 0.95 * (20_000.0 / payload - 8000.0) + 0.05 * 20_000.0 / payload;
+    assert_close!(bank.f("transit")[0], on_the_way);
+    assert_eq!(out.limit, ((45_000.0 - 13_000.0 - on_the_way) * payload).round() as i64);
+    // flagged down: nothing is released. The ring holds step k's quota in slot k, step 1's as it was released
+    let mut flagged = report(0, 13_000.0, 0.0);
+    flagged.flagged = 1.0;
+    assert_eq!(rnf1(&params, &mut bank, flagged, 0.02).limit, 0);
+    assert_eq!((bank.f("quotas")[1], bank.f("quotas")[3]), (20_000.0, 0.0));
 }
 
 #[test]

@@ -80,6 +80,7 @@ class Aggregate:
         self.window_limited = False  # since the last ACK sample
         self.recorded_step = -1
         self.queued = 0  # WINDOW: bytes in the UE's send queues, an upper bound between refreshes (SIOCOUTQ)
+        self.released = 0  # bytes granted to the UE's connections since the last `take_released`
         self._pump_soon: asyncio.Handle | None = None
         self._pump_timer: asyncio.TimerHandle | None = None
         self._last_sample: float | None = None
@@ -186,6 +187,7 @@ class Aggregate:
         left = sum(demand.values())
         if allowance > 0:
             sent = self.relay.grant(self.scheduler.allocate(allowance, demand))
+            self.released += sent
             self.queued += sent
             allowance -= sent
             left -= sent
@@ -199,7 +201,9 @@ class Aggregate:
         demand = self.relay.demand(self.flows)
         if not demand:
             return
-        self.remaining -= self.relay.grant(self.scheduler.allocate(self.remaining, demand))
+        sent = self.relay.grant(self.scheduler.allocate(self.remaining, demand))
+        self.released += sent
+        self.remaining -= sent
 
     def _schedule_pump(self) -> None:
         if self._pump_timer is None:
@@ -211,6 +215,12 @@ class Aggregate:
             self._send_window(refresh=True)
         elif self.flows:
             self.pump()
+
+    def take_released(self) -> int:
+        """What the decisions released toward the UE since the last call, bytes (with each telemetry report: a
+        quota the connections had no data for never left, and the RAN clock must not count it on its way)."""
+        released, self.released = self.released, 0
+        return released
 
     # -- what the UE's sockets saw ----------------------------------------------------------------------
 

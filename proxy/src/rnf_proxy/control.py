@@ -98,6 +98,8 @@ class RanSample:
     queue_limit: int = 0  # B_max in bytes when the eNB reports one (see from_message), else 0
     dropped: int = 0  # bytes dropped at the tail of the queue during the period
     cqi: float = math.nan  # the period's mean wideband CQI, NaN when none was reported
+    # not the eNB's: payload bytes the proxy released toward the UE since the UE's last report, NaN when unknown
+    released: float = math.nan
 
     @property
     def rate(self) -> float:
@@ -105,10 +107,10 @@ class RanSample:
         return self.served / self.period_s if self.period_s > 0 else 0.0
 
     @classmethod
-    def from_message(cls, message: TelemetryMessage) -> RanSample:
-        """The report of one message. B_max is the byte limit when the eNB has one; an eNB that limits its queue
-        in SDUs only (srsenb: 256 SDUs, no byte limit) holds at most that many packets of MAX_SDU_BYTES, the
-        queue a bulk download fills before the first drop."""
+    def from_message(cls, message: TelemetryMessage, released: float = math.nan) -> RanSample:
+        """The report of one message, with what the proxy released since the UE's last one. B_max is the byte
+        limit when the eNB has one; an eNB that limits its queue in SDUs only (srsenb: 256 SDUs, no byte limit)
+        holds at most that many packets of MAX_SDU_BYTES, the queue a bulk download fills before the first drop."""
         limit = message.dl_queue_limit_bytes or message.dl_queue_limit_sdus * MAX_SDU_BYTES
         return cls(
             queue=message.queue_bytes,
@@ -118,6 +120,7 @@ class RanSample:
             queue_limit=limit,
             dropped=message.dl_dropped_bytes,
             cqi=message.mean_cqi,
+            released=released,
         )
 
 

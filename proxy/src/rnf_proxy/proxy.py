@@ -381,7 +381,7 @@ class Proxy:
                     "telemetry period %g ms differs from Ts = %g ms", message.period_us / 1e3, self.config.tick_s * 1e3
                 )
             aggregate = self._aggregate(message.ue_ip)
-            sample = RanSample.from_message(message)
+            sample = RanSample.from_message(message, aggregate.take_released())
             controller = aggregate.controller
             if isinstance(controller, RanController):
                 ran.append(controller)

@@ -8,29 +8,44 @@
   could carry, so it may raise the rate but never lower it; with `channel_rate` (the default) it counts as served
   at the rate the UE's CQI offers (as `smvs.py`), or at 2^(1/n) times the last rate before that is known, n the
   RTT in periods (doubling per RTT).
-  `tau` is the RTT between proxy and UE without queueing: configured; or, by default (`loop_delay =
-  "measured"`), the loop as measured under load: by Little's law the bytes in flight outside the eNB queue (the
-  sockets' unacknowledged bytes less the reported queue, averaged over tau) over b, never below the smallest RTT
-  of the UE's connections (TCP_INFO min_rtt) nor above their smoothed RTT. On the real eNB the loaded loop is
-  longer than the idle one (HARQ, RLC AM status, the UE's uplink grants for its ACKs), and a window of b times the
-  idle RTT leaves the queue empty (proxy/README.md). `loop_delay = "rtt"` is the paper's: the smallest RTT (the
-  smoothed RTT would count the queue q_ref twice).
+  `tau` (on the ACK clock) is the RTT between proxy and UE without queueing: configured; or, by default
+  (`loop_delay = "measured"`), the loop as measured under load: by Little's law the bytes in flight outside the
+  eNB queue (the sockets' unacknowledged bytes less the reported queue, averaged over tau) over b, never below the
+  smallest RTT of the UE's connections (TCP_INFO min_rtt) nor above their smoothed RTT. On the real eNB the loaded
+  loop is longer than the idle one (HARQ, RLC AM status, the UE's uplink grants for its ACKs), and a window of b
+  times the idle RTT leaves the queue empty (proxy/README.md). `loop_delay = "rtt"` is the paper's: the smallest
+  RTT (the smoothed RTT would count the queue q_ref twice). On the RAN clock tau is the loop it measures (below).
 - q_ref: in bytes (`q_ref_bytes`, the paper's); a delay target (`target_ms`) times the rate of the last
-  feed-forward; by default the forecast margin: the 98th percentile, over the last 2.56 s, of what one RTT served
+  feed-forward; by default the forecast margin: the 98th percentile, over the last 2.56 s, of what one tau served
   beyond the b*tau the window counted on (before 50 such errors are known, tau/2 + Ts of the rate: the period
-  the report waits for and the forward half of the RTT); at least 3000 B.
+  the report waits for and the forward half of the RTT; on the RAN clock, tau of it); at least 3000 B.
 - Feedback, eq. (2), every `feedback_period_s` with the queue averaged over that period: w += q_ref - q_avg. By
   default every 2 tau, at least 4 telemetry periods (its last correction must have reached the queue); the paper
   says about 1 s. The feed-forward replaces the window, correction included, as in the paper.
-- `w` is a window: it bounds the bytes in flight toward the UE, over all of the UE's connections. With
-  `overflow_guard` it stays under the queue limit the eNB reports less 4 % and 3000 B: what is in flight
-  bounds what can reach the queue, so the controller itself never overflows it.
-- Paced start: sending toward the UE is paced at w/tau, so a new window (the first one, or after an outage)
-  goes out over one RTT instead of as a burst; in steady state the in-flight window binds first.
+- What `w` bounds (`clock`):
+  - `"ran"` (the default): what the eNB has not yet served, its queue and the bytes on their way to it. Each
+    report releases the difference for the next period, u(k) = w - q(k) - T(k) (a quota, as `smvs.py`'s, in TCP
+    payload: 1448 of every 1500 bytes the eNB counts). T(k), in transit, is counted by conservation: the last
+    count, plus what the proxy released since the last report, less what the report shows arriving (q(k) -
+    q(k-1) + served + dropped); exact whatever the loop's delay, so the release is clocked by what the eNB serves
+    as a TCP window is by ACKs, and stable for any delay. Each period the count leans 5 % toward the quotas
+    released over the measured loop (a 20-period time constant), so an error of units cannot accumulate. tau is
+    then that loop, release to the report that shows it, measured as `smvs` measures it (the lag at which the
+    quotas' changes covary most with the arrivals'): w = b tau + q_ref is what one loop serves plus the queue.
+    Why: on srsRAN the UE sends its ACKs in bunches at its scheduling-request occasions (every 20 ms for
+    srsue), so TCP's unacknowledged bytes swing by 20 ms of the rate from one occasion to the next, and a window
+    of them drains the queue between bunches (proxy/README.md).
+  - `"acks"` (the paper's): the bytes in flight toward the UE, sent and not acknowledged, over all of the UE's
+    connections. Sending toward the UE is paced at w/tau, so a new window (the first one, or after an outage)
+    goes out over one RTT instead of as a burst; in steady state the in-flight window binds first.
+
+  With `overflow_guard` w stays under the queue limit the eNB reports less 4 % and 3000 B: what is in flight
+  bounds what can reach the queue, so the controller itself never overflows it (with the RAN clock, the UE's
+  sockets are capped at it too, as `smvs`'s).
 
 Outage (flagged by the eNB; a period that served nothing while data waited is the rate falling, not an outage):
-w freezes, neither law runs; with
-no ACKs nothing more leaves, and when the link returns the frozen window is there at once.
+w freezes, neither law runs; nothing more leaves (no ACKs, or a quota of 0), and when the link returns the frozen
+window is there at once.
 Stale telemetry: as `smvs.py`, the UE is handed to the adaptive-EWMA controller until telemetry returns.
 
 The laws are written once, in the native library (`proxy/relay/src/control.rs`), over the columns of an
@@ -48,7 +63,7 @@ from pydantic import Field, model_validator
 from rnf_foundation.config import Strict
 
 from rnf_proxy.control import AckSample, ControllerState, Decision, Mode, Sample
-from rnf_proxy.feedback import RanController, RowBank
+from rnf_proxy.feedback import LAGS, QUOTA_HISTORY, RanController, RowBank
 
 MIN_WINDOW_BYTES = 2 * 1448
 
@@ -72,6 +87,9 @@ class RnfConfig(Strict):
     )
     loop_delay: Literal["measured", "rtt"] = Field(
         default="measured", description="tau: the loop measured under load, or the smallest RTT (paper)"
+    )
+    clock: Literal["ran", "acks"] = Field(
+        default="ran", description="the window bounds what the eNB has not served (ran) or TCP's unacked bytes (paper)"
     )
     rate_change: float = Field(default=0.1, ge=0, description="relative change that triggers feed-forward")
     ts_s: float = Field(default=0.01, gt=0, description="telemetry period")
@@ -98,13 +116,13 @@ class NativeRnfParams(ctypes.Structure):
         ("guard", ctypes.c_int64),
         ("channel_rate", ctypes.c_int64),
         ("loop_measured", ctypes.c_int64),
+        ("ran_clock", ctypes.c_int64),
     )
 
 
 class RnfBank(RowBank):
     """Eqs. (1)-(2) for many UEs at once: one row per UE, one native step per telemetry burst (control.rs)."""
 
-    mode = Mode.WINDOW
     rate: np.ndarray
     queue_sum: np.ndarray
     queue_count: np.ndarray
@@ -115,9 +133,15 @@ class RnfBank(RowBank):
     srtt: np.ndarray
     pipe: np.ndarray
     loop_tau: np.ndarray
+    quotas: np.ndarray
+    transit: np.ndarray
+    lag_cov: np.ndarray
+    means: np.ndarray
+    loop_steps: np.ndarray
 
     def __init__(self, config: RnfConfig, capacity: int = 16) -> None:
         self.config = config
+        self.mode = Mode.QUOTA if config.clock == "ran" else Mode.WINDOW
         parameters = NativeRnfParams(
             math.nan if config.q_ref_bytes is None else config.q_ref_bytes,
             config.target_ms / 1000 if config.target_ms is not None else 0.0,
@@ -129,6 +153,7 @@ class RnfBank(RowBank):
             config.overflow_guard,
             config.channel_rate,
             config.loop_delay == "measured",
+            config.clock == "ran",
         )
         super().__init__("rnf_rnf_step", parameters, capacity)
 
@@ -144,6 +169,11 @@ class RnfBank(RowBank):
             "srtt": np.zeros(capacity),  # s, the sockets' last sample
             "pipe": np.full(capacity, np.nan),  # bytes in flight outside the queue, averaged over tau
             "loop_tau": np.full(capacity, np.nan),  # s, pipe / b
+            "quotas": np.zeros((capacity, QUOTA_HISTORY)),  # the RAN clock's releases, slot k mod QUOTA_HISTORY
+            "transit": np.full(capacity, np.nan),  # bytes on their way to the eNB's queue
+            "lag_cov": np.zeros((capacity, LAGS)),  # the loop delay's estimator, as SMVS's
+            "means": np.zeros((capacity, 3)),
+            "loop_steps": np.zeros(capacity, dtype=np.int64),
         }
 
     def state(self, row: int) -> ControllerState:

@@ -70,14 +70,11 @@ from pydantic import Field, model_validator
 from rnf_foundation.config import Strict
 
 from rnf_proxy.control import ControllerState, Decision, Mode, RanSample
-from rnf_proxy.feedback import RanController, RowBank
+from rnf_proxy.feedback import LAGS, MAX_D, QUOTA_HISTORY, RanController, RowBank
 
 DEFAULT_DELTA_TS = 0.875  # paper 000 Sec. 5: delta = 35, Ts = 25 ms; with its sgn switching
 DEFAULT_DELTA_TS_SATURATED = 0.25  # half of the boundary layer's gain on S, LAYER_GAIN = 1/2 in control.rs
 DEFAULT_BAND_FRACTION = 0.5  # predicted band as a fraction of min(q0, B_max - q0)
-MAX_D = 50  # as control.rs
-QUOTA_HISTORY = 2 * MAX_D
-LAGS = 40  # as control.rs: the loop delay is looked for up to 40 steps
 
 
 class SmvsConfig(Strict):
