@@ -2,6 +2,8 @@
 
 import pytest
 from rnf_cell.config import load_cell, parse_cell
+from rnf_cell.datapath import datapath_config
+from rnf_cell.topology import Names
 from rnf_foundation.errors import UserError
 
 CONSTANT = {"generator": "constant", "rate_mbps": 10}
@@ -50,3 +52,46 @@ def test_unreadable_cell_files(tmp_path):
     (tmp_path / "bad.toml").write_text("ues = [")
     with pytest.raises(UserError, match=r"bad\.toml: not valid TOML"):
         load_cell(tmp_path / "bad.toml")
+
+
+def test_a_queue_discipline_defaults_to_tail_drop_and_reaches_the_datapath_in_microseconds(tmp_path):
+    ues = [
+        {"trace": CONSTANT},
+        {"trace": CONSTANT, "queue_discipline": {"kind": "codel"}},
+        {"trace": CONSTANT, "queue_discipline": {"kind": "codel", "target_ms": 2.5, "interval_ms": 50}},
+        {"trace": CONSTANT, "queue_discipline": {"kind": "mark"}},
+        {"trace": CONSTANT, "queue_discipline": {"kind": "mark", "threshold_ms": 0.25, "ack_ece": True}},
+        {"trace": CONSTANT, "queue_discipline": {"kind": "tail_drop"}},
+    ]
+    config = parse_cell({"ues": ues}, "cell.toml")
+    traces = [tmp_path / f"ue{i + 1}.cap" for i in range(len(ues))]
+    data = datapath_config(config, Names("rnf", len(ues)), traces, None, None)
+    assert [ue["queue_discipline"] for ue in data["ues"]] == [
+        {"kind": "tail_drop"},
+        {"kind": "codel", "target_us": 5000, "interval_us": 100_000},
+        {"kind": "codel", "target_us": 2500, "interval_us": 50_000},
+        {"kind": "mark", "threshold_us": 15_000, "ack_ece": False},
+        {"kind": "mark", "threshold_us": 250, "ack_ece": True},
+        {"kind": "tail_drop"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("discipline", "message"),
+    [
+        ({"kind": "red"}, "cell.toml: ues[0].queue_discipline: a queue discipline needs `kind = tail_drop|codel|mark`"),
+        ({"target_ms": 5}, "cell.toml: ues[0].queue_discipline: a queue discipline needs `kind"),
+        ({"kind": "codel", "target_ms": 0}, "cell.toml: ues[0].queue_discipline.target_ms: Input should be greater"),
+        ({"kind": "codel", "interval_ms": -1}, "cell.toml: ues[0].queue_discipline.interval_ms: Input should be"),
+        ({"kind": "codel", "target_ms": 100}, "cell.toml: ues[0].queue_discipline: target_ms must be below"),
+        ({"kind": "codel", "target_ms": float("nan")}, "cell.toml: ues[0].queue_discipline.target_ms: Input should be"),
+        ({"kind": "codel", "threshold_ms": 5}, "cell.toml: ues[0].queue_discipline.threshold_ms: Extra inputs"),
+        ({"kind": "mark", "threshold_ms": 60_001}, "cell.toml: ues[0].queue_discipline.threshold_ms: Input should be"),
+        ({"kind": "mark", "ack_ece": "maybe"}, "cell.toml: ues[0].queue_discipline.ack_ece: Input should be a valid"),
+        ({"kind": "tail_drop", "target_ms": 5}, "cell.toml: ues[0].queue_discipline.target_ms: Extra inputs"),
+    ],
+)
+def test_bad_queue_disciplines_name_the_field(discipline, message):
+    with pytest.raises(UserError) as raised:
+        parse_cell({"ues": [{"trace": CONSTANT, "queue_discipline": discipline}]}, "cell.toml")
+    assert message in raised.value.message

@@ -36,8 +36,18 @@ def report(**changes) -> UeReport:
         outage_ttis=0,
         discarded_sdus=0,
         discarded_bytes=0,
+        ce_marked_sdus=0,
+        aqm_dropped_sdus=0,
+        aqm_dropped_bytes=0,
+        ece_marked_acks=0,
     )
     return UeReport(**(values | changes))
+
+
+def test_a_ue_line_is_read_with_the_queue_disciplines_counters():
+    line = {"type": "ue", **{key: 0 for key in report().__dict__}, "ce_marked_sdus": 3, "aqm_dropped_bytes": 1500}
+    read = UeReport.from_json(line)
+    assert (read.ce_marked_sdus, read.aqm_dropped_sdus, read.aqm_dropped_bytes, read.ece_marked_acks) == (3, 0, 1500, 0)
 
 
 def test_message_carries_the_datapath_numbers_unchanged():

@@ -1,8 +1,10 @@
 //! The cell: per-UE RLC queues, the scheduler and HARQ, run one TTI at a time, with the report counters.
 //!
 //! Pure: SDUs come in through `enqueue`, `run_tti` runs the next TTI and hands out the SDUs delivered in
-//! it, `take_reports` closes a report period. The TTI index is the clock.
+//! it, `take_reports` closes a report period, and the UEs' uplink packets pass `uplink` (where a queue discipline
+//! may set ECE on them). The TTI index is the clock.
 
+use crate::aqm::Policy;
 use crate::config::SchedulerKind;
 use crate::report::{Counters, UeReport};
 use crate::rlc::{Limits, Outcome, RlcQueue, Sdu};
@@ -14,6 +16,8 @@ use crate::trace::Trace;
 pub struct UeParams {
     pub trace: Trace,
     pub limits: Limits,
+    /// The RLC queue's discipline.
+    pub policy: Policy,
     pub harq_bler: f64,
     /// TTIs between a failed transport block and its retransmission becoming eligible (at least 1).
     pub harq_rtt_ttis: u64,
@@ -70,7 +74,7 @@ impl Cell {
             .enumerate()
             .map(|(i, p)| Ue {
                 trace: p.trace,
-                rlc: RlcQueue::new(p.limits),
+                rlc: RlcQueue::new(p.limits, p.policy),
                 harq_bler: p.harq_bler,
                 harq_rtt_ttis: p.harq_rtt_ttis.max(1),
                 // One independent stream per UE.
@@ -114,6 +118,14 @@ impl Cell {
         }
     }
 
+    /// An uplink packet of UE `ue` passes on its way to the core; its queue discipline may set ECE on it.
+    pub fn uplink(&mut self, ue: usize, packet: &mut [u8]) {
+        let state = &mut self.ues[ue];
+        if state.rlc.uplink(packet) {
+            state.counters.ece_marked_acks += 1;
+        }
+    }
+
     /// Runs the next TTI; SDUs completed in it are appended to `out` in delivery order. Returns the report
     /// period that ended with this TTI, if one did.
     pub fn run_tti(&mut self, out: &mut Vec<Delivery>) -> Option<PeriodEnd> {
@@ -152,9 +164,14 @@ impl Cell {
             }
         }
         for ue in &mut self.ues {
+            ue.rlc.end_tti();
             let (sdus, bytes) = ue.rlc.take_discarded();
             ue.counters.discarded_sdus += sdus;
             ue.counters.discarded_bytes += bytes;
+            let aqm = ue.rlc.take_aqm();
+            ue.counters.ce_marked_sdus += aqm.ce_marked_sdus;
+            ue.counters.aqm_dropped_sdus += aqm.dropped_sdus;
+            ue.counters.aqm_dropped_bytes += aqm.dropped_bytes;
         }
         self.next_tti += 1;
         if (tti + 1) % self.report_period_ttis == 0 {
@@ -213,12 +230,15 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aqm::Discipline;
+    use crate::ecn::packets;
     use crate::trace::OUTAGE;
 
     fn ue(trace: &[u32]) -> UeParams {
         UeParams {
             trace: Trace::new(trace.to_vec()).unwrap(),
             limits: Limits { bytes: 0, sdus: 0, discard_ttis: 0 },
+            policy: Policy::TailDrop,
             harq_bler: 0.0,
             harq_rtt_ttis: 8,
         }
@@ -390,6 +410,68 @@ mod tests {
         assert!(out.is_empty());
         let c = reports[0].counters;
         assert_eq!((c.grant_ttis, c.backlogged_ttis, c.capacity_bytes, c.granted_capacity_bytes), (0, 0, 3000, 0));
+    }
+
+    const MS: u64 = 1_000_000;
+    const UNLIMITED: Limits = Limits { bytes: 0, sdus: 0, discard_ttis: 0 };
+
+    fn with_discipline(discipline: Discipline, limits: Limits) -> UeParams {
+        UeParams { policy: Policy::new(discipline, MS), limits, ..ue(&[1000]) }
+    }
+
+    #[test]
+    fn codel_drops_are_counted_apart_from_tail_drops_and_discards() {
+        // 1000 bytes per TTI; 40 SDUs of 1000 bytes offered, 35 fit under the limit (5 tail drops). CoDel (2 ms,
+        // 10 ms) then drops SDUs 12, 23 and 32 at TTIs 12, 22 and 30, as in rlc.rs's test (SDU 32 still has 2000
+        // bytes behind it, more than one MTU); 31 TTIs deliver 31 SDUs.
+        let limits = Limits { bytes: 35_000, sdus: 0, discard_ttis: 0 };
+        let params = with_discipline(Discipline::CoDel { target_ns: 2 * MS, interval_ns: 10 * MS }, limits);
+        let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 31, 1, vec![params]);
+        let refused = (0..40).filter(|&k| cell.enqueue(0, packet(1000, k)).is_err()).count();
+        assert_eq!(refused, 5);
+        let (out, reports) = run(&mut cell, 31);
+        let c = reports[0].counters;
+        assert_eq!((c.dropped_sdus, c.dropped_bytes), (5, 5000));
+        assert_eq!((c.aqm_dropped_sdus, c.aqm_dropped_bytes, c.ce_marked_sdus), (3, 3000, 0));
+        assert_eq!((c.discarded_sdus, c.arrived_sdus, c.delivered_sdus), (0, 35, 31));
+        assert!(out.iter().all(|d| ![12, 23, 32].contains(&d.sdu.data[0])));
+    }
+
+    #[test]
+    fn mark_counts_the_packets_it_marks_ce() {
+        // 1000 bytes per TTI measured in TTI 0; then 20000 bytes queued ahead of an ECT packet: 20 ms > 15 ms.
+        let params = with_discipline(Discipline::Mark { threshold_ns: 15 * MS, ack_ece: false }, UNLIMITED);
+        let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 2, 1, vec![params]);
+        fill(&mut cell, 0, 5, 1000);
+        let mut out = Vec::new();
+        cell.run_tti(&mut out);
+        fill(&mut cell, 0, 16, 1000);
+        cell.enqueue(0, Sdu { data: packets::ipv4(1000, 0x01, 9), arrival_ns: 0 }).unwrap();
+        cell.run_tti(&mut out);
+        let mut reports = Vec::new();
+        cell.take_reports(0, &mut reports);
+        assert_eq!((reports[0].counters.ce_marked_sdus, reports[0].counters.ece_marked_acks), (1, 0));
+    }
+
+    #[test]
+    fn mark_with_ack_ece_sets_ece_on_the_ues_next_ack_of_the_flow_and_counts_it() {
+        let discipline = Discipline::Mark { threshold_ns: 15 * MS, ack_ece: true };
+        let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 2, 1, vec![with_discipline(discipline, UNLIMITED)]);
+        let (server, phone) = ([10, 20, 0, 2], [172, 16, 0, 2]);
+        fill(&mut cell, 0, 5, 1000);
+        let mut out = Vec::new();
+        cell.run_tti(&mut out);
+        fill(&mut cell, 0, 16, 1000);
+        let data = packets::tcp(server, phone, (5201, 40000), 0x18, 0x02);
+        cell.enqueue(0, Sdu { data: data.clone(), arrival_ns: 0 }).unwrap();
+        let mut ack = packets::tcp(phone, server, (40000, 5201), 0x10, 0x00);
+        cell.uplink(0, &mut ack);
+        assert_eq!(ack[33], 0x50);
+        assert!(packets::tcp_is_valid(&ack));
+        cell.run_tti(&mut out);
+        let mut reports = Vec::new();
+        cell.take_reports(0, &mut reports);
+        assert_eq!((reports[0].counters.ce_marked_sdus, reports[0].counters.ece_marked_acks), (0, 1));
     }
 
     #[test]

@@ -9,10 +9,21 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::aqm::Discipline;
+
 /// Longest interface name the kernel accepts (IFNAMSIZ - 1).
 const IFNAME_MAX: usize = 15;
 /// UE indices are `u16` in the packet log.
 const UES_MAX: usize = 1024;
+/// RFC 8289 4.2, 4.3: CoDel's defaults for the Internet.
+const CODEL_TARGET_US: u64 = 5_000;
+const CODEL_INTERVAL_US: u64 = 100_000;
+/// `mark`'s default threshold: a CUBIC flow keeps the link busy after its decrease (cwnd x 0.7) only if the queue
+/// it leaves behind held at least 0.3/0.7 = 43 % of a base RTT, and the virtual cell's default path (10 ms backhaul,
+/// 10 ms uplink, 5 ms wired each way) has a 30 ms one: 13 ms, rounded up.
+const MARK_THRESHOLD_US: u64 = 15_000;
+/// Longest target, interval or threshold: 60 s, as the Python side's delays.
+const DISCIPLINE_TIME_MAX_US: u64 = 60_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -76,6 +87,87 @@ pub struct UeConfig {
     /// The UE's scheduling-request period: its uplink packets leave in bunches (uplink.rs); 0 for none.
     #[serde(default)]
     pub uplink_sr_period_us: u64,
+    /// The RLC queue's discipline (aqm.rs); tail drop when absent.
+    #[serde(default)]
+    pub queue_discipline: QueueDisciplineConfig,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DisciplineKind {
+    #[default]
+    TailDrop,
+    Codel,
+    Mark,
+}
+
+impl DisciplineKind {
+    fn name(self) -> &'static str {
+        match self {
+            DisciplineKind::TailDrop => "tail_drop",
+            DisciplineKind::Codel => "codel",
+            DisciplineKind::Mark => "mark",
+        }
+    }
+}
+
+/// `{"kind": ..., parameters}`: one flat object, so that a wrong value's error names its field; `resolve` checks
+/// which parameters the kind takes.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueDisciplineConfig {
+    pub kind: DisciplineKind,
+    pub target_us: Option<u64>,
+    pub interval_us: Option<u64>,
+    pub threshold_us: Option<u64>,
+    pub ack_ece: Option<bool>,
+}
+
+impl QueueDisciplineConfig {
+    /// The discipline, with the defaults filled in, or an error naming `field.parameter`.
+    pub fn resolve(&self, field: &str) -> Result<Discipline, String> {
+        let kind = self.kind;
+        let takes = |parameters: &[&str]| -> Result<(), String> {
+            let given = [
+                ("target_us", self.target_us.is_some()),
+                ("interval_us", self.interval_us.is_some()),
+                ("threshold_us", self.threshold_us.is_some()),
+                ("ack_ece", self.ack_ece.is_some()),
+            ];
+            let Some((name, _)) = given.iter().find(|(name, present)| *present && !parameters.contains(name)) else {
+                return Ok(());
+            };
+            let hint =
+                if parameters.is_empty() { String::new() } else { format!(" (it takes {})", parameters.join(", ")) };
+            Err(format!("{field}.{name}: not a parameter of kind {}{hint}", kind.name()))
+        };
+        let time = |name: &str, value: Option<u64>, default: u64| -> Result<u64, String> {
+            let value = value.unwrap_or(default);
+            at_least(&format!("{field}.{name}"), value, 1)?;
+            at_most(&format!("{field}.{name}"), value, DISCIPLINE_TIME_MAX_US)?;
+            Ok(value)
+        };
+        match kind {
+            DisciplineKind::TailDrop => {
+                takes(&[])?;
+                Ok(Discipline::TailDrop)
+            }
+            DisciplineKind::Codel => {
+                takes(&["target_us", "interval_us"])?;
+                let target = time("target_us", self.target_us, CODEL_TARGET_US)?;
+                let interval = time("interval_us", self.interval_us, CODEL_INTERVAL_US)?;
+                if target >= interval {
+                    return Err(format!("{field}.target_us: must be below interval_us ({interval}), got {target}"));
+                }
+                Ok(Discipline::CoDel { target_ns: target * 1000, interval_ns: interval * 1000 })
+            }
+            DisciplineKind::Mark => {
+                takes(&["threshold_us", "ack_ece"])?;
+                let threshold = time("threshold_us", self.threshold_us, MARK_THRESHOLD_US)?;
+                Ok(Discipline::Mark { threshold_ns: threshold * 1000, ack_ece: self.ack_ece.unwrap_or(false) })
+            }
+        }
+    }
 }
 
 impl Config {
@@ -157,6 +249,7 @@ impl Config {
                 return Err(format!("{}: must be at least 0 and below 1, got {}", field("harq_bler"), ue.harq_bler));
             }
             at_most(&field("uplink_sr_period_us"), ue.uplink_sr_period_us, 1_000_000)?;
+            ue.queue_discipline.resolve(&field("queue_discipline"))?;
         }
         Ok(())
     }
@@ -196,6 +289,7 @@ pub fn io_reason(error: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn example() -> serde_json::Value {
         serde_json::json!({
@@ -334,6 +428,79 @@ mod tests {
         text.push_str(" x");
         assert!(Config::parse(text.as_bytes()).unwrap_err().contains("trailing characters"));
         assert!(Config::parse(b"{\"tti_us\": ").unwrap_err().contains("EOF while parsing"));
+    }
+
+    fn with_discipline(discipline: serde_json::Value) -> Result<Config, String> {
+        let mut value = example();
+        value["ues"][0]["queue_discipline"] = discipline;
+        parse(&value)
+    }
+
+    #[test]
+    fn a_queue_discipline_is_tail_drop_unless_given_and_takes_the_rfc_and_documented_defaults() {
+        let resolve = |config: Config| config.ues[0].queue_discipline.resolve("q").unwrap();
+        assert_eq!(resolve(parse(&example()).unwrap()), Discipline::TailDrop);
+        assert_eq!(resolve(with_discipline(json!({"kind": "tail_drop"})).unwrap()), Discipline::TailDrop);
+        assert_eq!(
+            resolve(with_discipline(json!({"kind": "codel"})).unwrap()),
+            Discipline::CoDel { target_ns: 5_000_000, interval_ns: 100_000_000 }
+        );
+        assert_eq!(
+            resolve(with_discipline(json!({"kind": "codel", "target_us": 2000, "interval_us": 50000})).unwrap()),
+            Discipline::CoDel { target_ns: 2_000_000, interval_ns: 50_000_000 }
+        );
+        assert_eq!(
+            resolve(with_discipline(json!({"kind": "mark"})).unwrap()),
+            Discipline::Mark { threshold_ns: 15_000_000, ack_ece: false }
+        );
+        assert_eq!(
+            resolve(with_discipline(json!({"kind": "mark", "threshold_us": 10000, "ack_ece": true})).unwrap()),
+            Discipline::Mark { threshold_ns: 10_000_000, ack_ece: true }
+        );
+    }
+
+    #[test]
+    fn bad_queue_disciplines_name_the_field() {
+        let q = "ues[0].queue_discipline";
+        let exact = [
+            (json!({"kind": "codel", "target_us": 0}), format!("{q}.target_us: must be at least 1, got 0")),
+            (
+                json!({"kind": "codel", "interval_us": 60_000_001}),
+                format!("{q}.interval_us: must be at most 60000000, got 60000001"),
+            ),
+            (
+                json!({"kind": "codel", "target_us": 100_000}),
+                format!("{q}.target_us: must be below interval_us (100000), got 100000"),
+            ),
+            (
+                json!({"kind": "codel", "threshold_us": 10_000}),
+                format!("{q}.threshold_us: not a parameter of kind codel (it takes target_us, interval_us)"),
+            ),
+            (
+                json!({"kind": "mark", "target_us": 10_000}),
+                format!("{q}.target_us: not a parameter of kind mark (it takes threshold_us, ack_ece)"),
+            ),
+            (json!({"kind": "tail_drop", "ack_ece": false}), format!("{q}.ack_ece: not a parameter of kind tail_drop")),
+            (json!({"kind": "mark", "threshold_us": 0}), format!("{q}.threshold_us: must be at least 1, got 0")),
+            (
+                json!({"kind": "mark", "threshold_us": 60_000_001}),
+                format!("{q}.threshold_us: must be at most 60000000, got 60000001"),
+            ),
+        ];
+        for (discipline, expected) in exact {
+            assert_eq!(with_discipline(discipline).unwrap_err(), expected);
+        }
+        let prefixes = [
+            (json!({"kind": "red"}), format!("{q}.kind: unknown variant `red`, expected one of `tail_drop`, `codel`")),
+            (json!({"kind": "codel", "target_us": -5}), format!("{q}.target_us: invalid value: integer `-5`")),
+            (json!({"kind": "mark", "ack_ece": "yes"}), format!("{q}.ack_ece: invalid type: string \"yes\"")),
+            (json!({"kind": "codel", "taget_us": 5}), format!("{q}.taget_us: unknown field `taget_us`")),
+            (json!({}), format!("{q}: missing field `kind`")),
+        ];
+        for (discipline, expected) in prefixes {
+            let error = with_discipline(discipline).unwrap_err();
+            assert!(error.starts_with(&expected), "{error}");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 
+use crate::aqm::Policy;
 use crate::cell::{Cell, Delivery, UeParams};
 use crate::clock::{Step, TtiClock};
 use crate::config::Config;
@@ -60,6 +61,8 @@ pub fn run(config_path: &Path) -> Result<(), String> {
     let mut ues = Vec::with_capacity(config.ues.len());
     for (i, ue) in config.ues.iter().enumerate() {
         let trace = Trace::load(&ue.trace_file).map_err(|e| format!("{file}: ues[{i}].trace_file: {e}"))?;
+        let discipline =
+            ue.queue_discipline.resolve(&format!("ues[{i}].queue_discipline")).map_err(|e| format!("{file}: {e}"))?;
         ues.push(UeParams {
             trace,
             limits: Limits {
@@ -67,6 +70,7 @@ pub fn run(config_path: &Path) -> Result<(), String> {
                 sdus: ue.queue_limit_sdus,
                 discard_ttis: ue.discard_timer_us.div_ceil(config.tti_us),
             },
+            policy: Policy::new(discipline, config.tti_us * 1000),
             harq_bler: ue.harq_bler,
             harq_rtt_ttis: ue.harq_rtt_us.div_ceil(config.tti_us).max(1),
         });
@@ -489,7 +493,8 @@ impl Datapath {
                 Err(e) => return self.device_failed(fd, &format!("UE {ue}'s TUN device"), &e),
             };
             self.stats.uplink_packets += 1;
-            let packet = self.pool.copy_of(&self.scratch[..n]);
+            let mut packet = self.pool.copy_of(&self.scratch[..n]);
+            self.cell.uplink(ue, &mut packet);
             let (period, delay) = self.uplink_timing[ue];
             self.uplink[ue].push_until(uplink::release_ns(monotonic_ns(), self.clock.start_ns, period, delay), packet);
         }

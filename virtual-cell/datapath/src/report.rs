@@ -22,6 +22,13 @@ pub struct Counters {
     pub outage_ttis: u64,
     pub discarded_sdus: u64,
     pub discarded_bytes: u64,
+    /// Downlink SDUs the queue discipline marked CE (codel, mark).
+    pub ce_marked_sdus: u64,
+    /// SDUs the queue discipline dropped (codel), apart from tail drops and discards.
+    pub aqm_dropped_sdus: u64,
+    pub aqm_dropped_bytes: u64,
+    /// Uplink TCP ACKs the queue discipline set ECE on (mark with ack_ece).
+    pub ece_marked_acks: u64,
 }
 
 /// A `ue` line.
@@ -181,7 +188,8 @@ mod tests {
              \"sched_new_bytes\":19872,\"sched_retx_bytes\":0,\"grant_ttis\":9,\
              \"capacity_bytes\":0,\"granted_capacity_bytes\":0,\"backlogged_capacity_bytes\":0,\"backlogged_ttis\":0,\
              \"arrived_bytes\":0,\"arrived_sdus\":0,\"delivered_bytes\":0,\"delivered_sdus\":0,\
-             \"dropped_sdus\":0,\"dropped_bytes\":0,\"outage_ttis\":0,\"discarded_sdus\":0,\"discarded_bytes\":0}"
+             \"dropped_sdus\":0,\"dropped_bytes\":0,\"outage_ttis\":0,\"discarded_sdus\":0,\"discarded_bytes\":0,\
+             \"ce_marked_sdus\":0,\"aqm_dropped_sdus\":0,\"aqm_dropped_bytes\":0,\"ece_marked_acks\":0}"
         );
     }
 

@@ -115,6 +115,52 @@ class Outage(Strict):
         return self
 
 
+# A discipline's times: at least the datapath's 1 us resolution, at most a delay's 60 s.
+DisciplineTime = Annotated[float, Field(ge=0.001, le=MAX_DELAY_MS, description="ms")]
+
+
+class TailDrop(Strict):
+    """The RLC queue drops at its limits and nothing else (as srsenb's)."""
+
+    kind: Literal["tail_drop"]
+
+
+class CoDel(Strict):
+    """RFC 8289 at the RLC queue, decided when an SDU starts being transmitted: ECN-capable packets are marked CE
+    where CoDel would drop; defaults as the RFC's (its Sec. 4.2, 4.3)."""
+
+    kind: Literal["codel"]
+    target_ms: DisciplineTime = 5.0
+    interval_ms: DisciplineTime = 100.0
+
+    @model_validator(mode="after")
+    def _target_below_interval(self) -> CoDel:
+        if round(self.target_ms * 1000) >= round(self.interval_ms * 1000):
+            raise ValueError("target_ms must be below interval_ms")
+        return self
+
+
+class Mark(Strict):
+    """L4Span's (CoNEXT 2025) marking: an arriving ECN-capable packet whose predicted queueing delay (bytes queued
+    ahead over the UE's served rate) is above `threshold_ms` is marked CE, or with `ack_ece` the UE's next ACK of
+    its flow gets ECE. 15 ms: the queue CUBIC needs to stay busy after a decrease on the default 30 ms path."""
+
+    kind: Literal["mark"]
+    threshold_ms: DisciplineTime = 15.0
+    ack_ece: bool = False
+
+
+QueueDiscipline = Annotated[
+    Annotated[TailDrop, Tag("tail_drop")] | Annotated[CoDel, Tag("codel")] | Annotated[Mark, Tag("mark")],
+    Discriminator(
+        lambda data: data.get("kind") if isinstance(data, dict) else getattr(data, "kind", None),
+        custom_error_type="queue_discipline_kind",
+        custom_error_message="a queue discipline needs `kind = tail_drop|codel|mark`",
+    ),
+]
+DISCIPLINE_TAGS = ("tail_drop", "codel", "mark")
+
+
 class UeConfig(Strict):
     trace: TraceSpec
     ip: ipaddress.IPv4Address | None = None
@@ -128,6 +174,7 @@ class UeConfig(Strict):
     harq_bler: float = Field(default=0.0, ge=0.0, lt=1.0)
     harq_rtt_ms: float = Field(default=8.0, gt=0, le=MAX_DELAY_MS)
     discard_timer_ms: float = Field(default=0.0, ge=0, le=MAX_DELAY_MS, allow_inf_nan=False)
+    queue_discipline: QueueDiscipline = TailDrop(kind="tail_drop")
     outages: tuple[Outage, ...] = ()
 
     @model_validator(mode="after")
@@ -196,7 +243,7 @@ class CellConfig(Strict):
 
 
 def parse_cell(data: dict[str, Any], source: str) -> CellConfig:
-    return validate(CellConfig, data, source, TRACE_TAGS)
+    return validate(CellConfig, data, source, (*TRACE_TAGS, *DISCIPLINE_TAGS))
 
 
 def load_cell(path: Path) -> CellConfig:

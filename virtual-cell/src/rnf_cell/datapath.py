@@ -13,7 +13,7 @@ from typing import Any
 
 from rnf_foundation.errors import UserError
 
-from rnf_cell.config import CellConfig
+from rnf_cell.config import CellConfig, CoDel, Mark, QueueDiscipline, TailDrop
 from rnf_cell.topology import (
     SGI_IFNAME,
     UE_IFNAME,
@@ -66,10 +66,30 @@ class UeReport:
     outage_ttis: int
     discarded_sdus: int
     discarded_bytes: int
+    ce_marked_sdus: int
+    aqm_dropped_sdus: int
+    aqm_dropped_bytes: int
+    ece_marked_acks: int
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> UeReport:
         return cls(**{f.name: int(data[f.name]) for f in fields(cls)})
+
+
+def queue_discipline(discipline: QueueDiscipline) -> dict[str, Any]:
+    """A UE's `queue_discipline` as the datapath takes it, times in us."""
+    match discipline:
+        case CoDel():
+            return {
+                "kind": "codel",
+                "target_us": round(discipline.target_ms * 1000),
+                "interval_us": round(discipline.interval_ms * 1000),
+            }
+        case Mark():
+            threshold_us = round(discipline.threshold_ms * 1000)
+            return {"kind": "mark", "threshold_us": threshold_us, "ack_ece": discipline.ack_ece}
+        case TailDrop():
+            return {"kind": "tail_drop"}
 
 
 def datapath_config(
@@ -108,6 +128,7 @@ def datapath_config(
                 "harq_bler": ue.harq_bler,
                 "harq_rtt_us": round(ue.harq_rtt_ms * 1000),
                 "discard_timer_us": round(ue.discard_timer_ms * 1000),
+                "queue_discipline": queue_discipline(ue.queue_discipline),
             }
             for i, (ue, ip) in enumerate(zip(config.ues, config.ue_ips(), strict=True))
         ],
