@@ -436,13 +436,15 @@ def test_the_controllers_with_their_defaults_keep_the_real_queue_short_without_l
     srsran_build: SrsranBuild, sctp_preload: str | None, tmp_path: Path
 ) -> None:
     """`rnf run experiments/scenarios/srsran-latency.toml`, shortened: smvs and rnf, configured with nothing for
-    this stack, close the loop on srsenb's telemetry. Each holds the queue it reads: no RLC drop, the link used as
-    well as by the end-to-end senders give or take a few points, and a p95 one-way delay through the cell (from the
-    captures) under half of CUBIC's, which fills the queue (on this stack: 20-30 ms against 160-175 ms)."""
+    this stack, close the loop on srsenb's telemetry. Each holds the queue it reads: no RLC drop, and issue 18's
+    goal against end-to-end BBR in the same run, at least its utilization and at most half its p95 one-way delay
+    through the cell (from the captures), with a point of utilization to spare for one 12 s repetition (BBR's
+    utilization varied by 1.1 points between repetitions; the controllers measured 0.4-2.0 points above it, at
+    0.35-0.44 x its delay). CUBIC fills the queue (160-175 ms against the controllers' 20-30)."""
     results = _run_shortened("srsran-latency", srsran_build, sctp_preload, tmp_path, timeout_s=1100)
     arms = json.loads((results / "summary.json").read_text())["arms"]
     assert set(arms) == {"smvs", "rnf", "cubic", "bbr"}
-    senders = min(arms["cubic"]["utilization"], arms["bbr"]["utilization"])
+    bbr = arms["bbr"]
     for arm in ("smvs", "rnf"):
         values = arms[arm]
         print(
@@ -452,8 +454,8 @@ def test_the_controllers_with_their_defaults_keep_the_real_queue_short_without_l
             f"{arms['bbr']['delay_p95_ms']:.1f}), RLC drops {values['rlc_drops_sdus']}"
         )
         assert values["rlc_drops_sdus"] == 0, (arm, values)
-        assert values["utilization"] >= senders - 0.05, (arm, values["utilization"], senders)
-        assert values["delay_p95_ms"] < 0.5 * arms["cubic"]["delay_p95_ms"], (arm, values, arms["cubic"])
+        assert values["utilization"] >= bbr["utilization"] - 0.01, (arm, values["utilization"], bbr["utilization"])
+        assert values["delay_p95_ms"] <= 0.5 * bbr["delay_p95_ms"], (arm, values["delay_p95_ms"], bbr["delay_p95_ms"])
 
 
 @dataclass(frozen=True)
