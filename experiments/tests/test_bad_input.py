@@ -199,6 +199,14 @@ RUN_OVERRIDES = [
         "cell.ues[0].outages[0].start_s: Input should be less than or equal to 3600",
     ),
     ("arms.0.controller={kind='smvs', ts_s=inf}", "controller.smvs.ts_s: Input should be a finite number"),
+    (
+        "cell.ues.0.queue_discipline={kind='codel', target_ms=200, interval_ms=100}",
+        "cell.ues[0].queue_discipline: target_ms must be below interval_ms",
+    ),
+    (
+        "cell.ues.0.queue_discipline={kind='mark', threshold_ms=-1}",
+        "cell.ues[0].queue_discipline.threshold_ms: Input should be greater than or equal to 0.001",
+    ),
 ]
 
 

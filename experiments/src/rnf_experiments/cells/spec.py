@@ -12,8 +12,8 @@ from pydantic import BaseModel, Discriminator, Field, Tag, model_validator
 from rnf_bridge import config as bridge
 from rnf_bridge import traces as bridge_traces
 from rnf_bridge.schedule import ScheduleError
+from rnf_cell.config import DISCIPLINE_TAGS, CellConfig
 from rnf_cell.config import TRACE_TAGS as CELL_TRACE_TAGS
-from rnf_cell.config import CellConfig
 from rnf_foundation.config import Strict
 
 from rnf_experiments.cells.stack import SAMPLE_RATE
@@ -104,4 +104,4 @@ CellSpec = Annotated[
     ),
 ]
 # Union tags left out of error locations: `cell.n_prb`, not `cell.srsran.n_prb`.
-HIDDEN_TAGS = (*CELL_TRACE_TAGS, *bridge.TRACE_TAGS, "virtual", "srsran", "srsran-zmq")
+HIDDEN_TAGS = (*CELL_TRACE_TAGS, *DISCIPLINE_TAGS, *bridge.TRACE_TAGS, "virtual", "srsran", "srsran-zmq")
