@@ -19,6 +19,7 @@ DIRECTORY = TELEMETRY / "vectors" / "spec"
 LAYOUT = spec_vectors.read_layout(SPEC)
 VECTORS = spec_vectors.load(DIRECTORY, SPEC)
 VALID = sorted(name for name, vector in VECTORS.items() if vector.valid)
+ENCODED = sorted(name for name in VALID if not VECTORS[name].decode_only)
 INVALID = sorted(name for name, vector in VECTORS.items() if not vector.valid)
 # Fields that are constants of version 1, or carried by the flags: not message fields of their own.
 NOT_MESSAGE_FIELDS = {"version", "flags", "length", "reserved", "ue_ipv4"}
@@ -45,13 +46,19 @@ def test_spec_table_is_read_as_the_document_states_it():
         (2, "length"),
         (4, "cell_id"),
     ]
-    assert sum(f.size for f in LAYOUT.fields) == 96
+    assert sum(f.size for f in LAYOUT.fields) == spec_vectors.FULL_SIZE == 112
+    assert [(f.offset, f.name) for f in LAYOUT.fields if f.offset >= spec_vectors.SIZE_1_0] == [
+        (96, "dl_ce_marked_sdus"),
+        (100, "dl_aqm_dropped_sdus"),
+        (104, "dl_aqm_dropped_bytes"),
+        (108, "ul_ece_marked_acks"),
+    ]
     for before, after in zip(LAYOUT.fields, LAYOUT.fields[1:], strict=False):
         assert before.offset + before.size == after.offset
 
 
 def test_vectors_cover_every_field_bound_and_every_flag_bit():
-    values = [VECTORS[name].values for name in VALID]
+    values = [VECTORS[name].values for name in ENCODED]
     for spec_field in LAYOUT.fields:
         if spec_field.name in NOT_MESSAGE_FIELDS:
             continue
@@ -83,7 +90,7 @@ def test_python_decodes_the_hand_bytes_to_the_hand_values(name):
     assert decode_multipart([str(VECTORS[name].topic).encode(), VECTORS[name].payload]).key == expected.key
 
 
-@pytest.mark.parametrize("name", VALID)
+@pytest.mark.parametrize("name", ENCODED)
 def test_python_encodes_the_hand_values_to_the_hand_bytes(name):
     message = expected_message(name)
     assert encode(message).hex(" ") == VECTORS[name].payload.hex(" ")
@@ -99,7 +106,9 @@ def test_python_rejects_the_hand_bytes_with_their_kind(name):
 
 def test_golden_layout_written_for_other_codecs_keeps_bytes_and_values(tmp_path):
     spec_vectors.write_golden(VECTORS, tmp_path)
-    assert sorted(p.stem for p in tmp_path.glob("*.bin")) == VALID
+    assert sorted(p.stem for p in tmp_path.glob("*.bin")) == ENCODED
+    assert sorted(p.stem for p in (tmp_path / "decode").glob("*.bin")) == ["later_minor", "v1_0"]
+    assert '"ul_ece_marked_acks": 0' in (tmp_path / "decode" / "v1_0.json").read_text()
     assert sorted(p.stem for p in (tmp_path / "invalid").glob("*.bin")) == INVALID
     assert (tmp_path / "maxima.bin").read_bytes() == VECTORS["maxima"].payload
     assert '"mean_cqi": Infinity' in (tmp_path / "maxima.json").read_text()
@@ -135,3 +144,19 @@ def test_any_nan_pattern_decodes_as_nan(nan):
     payload = bytearray(VECTORS["ip_zero_valid"].payload)
     payload[80:84] = bytes.fromhex(nan)
     assert math.isnan(decode(bytes(payload)).mean_mcs)
+
+
+def test_a_1_0_vector_lists_only_the_1_0_fields_and_decodes_with_the_1_1_counters_zero():
+    v1_0 = VECTORS["v1_0"]
+    assert v1_0.decode_only and len(v1_0.payload) == 96 and "dl_ce_marked_sdus" not in v1_0.values
+    # the same bytes as `offsets` but for the length field, which says 96
+    assert v1_0.payload[4:] == VECTORS["offsets"].payload[4:96]
+    decoded = decode(v1_0.payload)
+    assert (decoded.dl_ce_marked_sdus, decoded.ul_ece_marked_acks, decoded.dl_dropped_bytes) == (0, 0, 0x5F5E5D5C)
+
+
+def test_a_1_1_vector_without_its_1_1_fields_is_refused(tmp_path):
+    text = (DIRECTORY / "zeros.hex").read_text()
+    (tmp_path / "short.hex").write_text(text.split("00 00 00 00               # dl_ce_marked_sdus")[0])
+    with pytest.raises(spec_vectors.VectorError, match="missing"):
+        spec_vectors.load(tmp_path, SPEC)

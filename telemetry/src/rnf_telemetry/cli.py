@@ -28,6 +28,9 @@ def format_line(message: TelemetryMessage) -> str:
         f"q={message.queue_bytes}B ({message.dl_queue_sdus} sdu, retx {message.dl_queue_retx_bytes}B) "
         f"sched={message.sched_bytes}B rate={message.sched_rate_bps / 1e6:.2f}Mbit/s "
         f"grants={message.dl_grant_ttis} mcs={mcs} cqi={cqi} drops={message.dl_dropped_sdus}"
+        + (f" ce={message.dl_ce_marked_sdus}" if message.dl_ce_marked_sdus else "")
+        + (f" aqm_drops={message.dl_aqm_dropped_sdus}" if message.dl_aqm_dropped_sdus else "")
+        + (f" ece={message.ul_ece_marked_acks}" if message.ul_ece_marked_acks else "")
         + (" OUTAGE" if message.outage else "")
     )
 
@@ -100,4 +103,7 @@ def write_vectors(directory: Path) -> None:
     from rnf_telemetry import vectors
 
     vectors.write(directory)
-    console.print(f"wrote {len(vectors.VALID)} valid and {len(vectors.INVALID)} invalid vectors to {directory}")
+    console.print(
+        f"wrote {len(vectors.VALID)} valid, {len(vectors.DECODE_ONLY)} decode-only and {len(vectors.INVALID)} invalid "
+        f"vectors to {directory}"
+    )

@@ -1,4 +1,7 @@
-"""The version-1 telemetry message and its codec, exactly as telemetry/SPEC.md lays it out."""
+"""The version-1.1 telemetry message and its codec, exactly as telemetry/SPEC.md lays it out.
+
+The encoder writes 1.1 (112 bytes); the decoder also reads 1.0 payloads (96 bytes), whose 1.1 counters are 0.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +13,17 @@ from dataclasses import dataclass, field
 from rnf_telemetry.topic import StreamKey, parse_topic
 
 VERSION = 1
-PAYLOAD_SIZE = 96
+PAYLOAD_SIZE = 112  # version 1.1
+PAYLOAD_SIZE_1_0 = 96  # a 1.0 payload: the fields before the queue discipline's counters
 MAX_PAYLOAD_SIZE = 0xFFFF  # the most the u16 `length` field can describe
 FLAG_OUTAGE = 0x01
 FLAG_UE_IP_VALID = 0x02
 _KNOWN_FLAGS = FLAG_OUTAGE | FLAG_UE_IP_VALID
 
 # Offsets and types in SPEC.md's payload table; "<" is little-endian and packed.
-_LAYOUT = struct.Struct("<BBHIHBB4sQQIIIIIIIIQQffII")
-assert _LAYOUT.size == PAYLOAD_SIZE
+_LAYOUT_1_0 = struct.Struct("<BBHIHBB4sQQIIIIIIIIQQffII")
+_LAYOUT_1_1 = struct.Struct("<IIII")  # appended at offset 96
+assert _LAYOUT_1_0.size == PAYLOAD_SIZE_1_0 and _LAYOUT_1_0.size + _LAYOUT_1_1.size == PAYLOAD_SIZE
 
 
 class DecodeError(ValueError):
@@ -53,6 +58,10 @@ class TelemetryMessage:
     mean_cqi: float = math.nan
     dl_dropped_sdus: int = 0
     dl_dropped_bytes: int = 0
+    dl_ce_marked_sdus: int = 0
+    dl_aqm_dropped_sdus: int = 0
+    dl_aqm_dropped_bytes: int = 0
+    ul_ece_marked_acks: int = 0
     ue_ip: str | None = None
     outage: bool = False
     version: int = field(default=VERSION, compare=False)
@@ -81,10 +90,10 @@ class TelemetryMessage:
 
 
 def encode(message: TelemetryMessage) -> bytes:
-    """The 96-byte payload of a message."""
+    """The 112-byte (version 1.1) payload of a message."""
     flags = (FLAG_OUTAGE if message.outage else 0) | (FLAG_UE_IP_VALID if message.ue_ip else 0)
     ip = ipaddress.IPv4Address(message.ue_ip).packed if message.ue_ip else bytes(4)
-    return _LAYOUT.pack(
+    return _LAYOUT_1_0.pack(
         VERSION,
         flags,
         PAYLOAD_SIZE,
@@ -109,6 +118,11 @@ def encode(message: TelemetryMessage) -> bytes:
         message.mean_cqi,
         message.dl_dropped_sdus,
         message.dl_dropped_bytes,
+    ) + _LAYOUT_1_1.pack(
+        message.dl_ce_marked_sdus,
+        message.dl_aqm_dropped_sdus,
+        message.dl_aqm_dropped_bytes,
+        message.ul_ece_marked_acks,
     )
 
 
@@ -126,10 +140,12 @@ def decode(payload: bytes) -> TelemetryMessage:
     if payload[0] != VERSION:
         raise DecodeError("version", f"version {payload[0]}, this decoder reads {VERSION}")
     length = int.from_bytes(payload[2:4], "little")
-    if length < PAYLOAD_SIZE:
-        raise DecodeError("field", f"length field {length} is below the version-1 size {PAYLOAD_SIZE}")
+    if length < PAYLOAD_SIZE_1_0:
+        raise DecodeError("field", f"length field {length} is below the version-1.0 size {PAYLOAD_SIZE_1_0}")
     if len(payload) < length:
         raise DecodeError("truncated", f"{len(payload)} bytes, the length field says {length}")
+    if PAYLOAD_SIZE_1_0 < length < PAYLOAD_SIZE:
+        raise DecodeError("field", f"length field {length} cuts a version-1.1 field (96 for 1.0, at least {PAYLOAD_SIZE})")
     (
         _version,
         flags,
@@ -155,7 +171,11 @@ def decode(payload: bytes) -> TelemetryMessage:
         mean_cqi,
         dropped_sdus,
         dropped_bytes,
-    ) = _LAYOUT.unpack_from(payload)
+    ) = _LAYOUT_1_0.unpack_from(payload)
+    # A 1.0 publisher has no queue discipline: nothing marked or dropped by one (SPEC.md, "Versioning").
+    ce_marked, aqm_sdus, aqm_bytes, ece_acks = (
+        _LAYOUT_1_1.unpack_from(payload, PAYLOAD_SIZE_1_0) if length >= PAYLOAD_SIZE else (0, 0, 0, 0)
+    )
     if flags & ~_KNOWN_FLAGS:
         raise DecodeError("field", f"unknown flag bits 0x{flags & ~_KNOWN_FLAGS:02x}")
     if reserved:
@@ -180,6 +200,10 @@ def decode(payload: bytes) -> TelemetryMessage:
         mean_cqi=mean_cqi,
         dl_dropped_sdus=dropped_sdus,
         dl_dropped_bytes=dropped_bytes,
+        dl_ce_marked_sdus=ce_marked,
+        dl_aqm_dropped_sdus=aqm_sdus,
+        dl_aqm_dropped_bytes=aqm_bytes,
+        ul_ece_marked_acks=ece_acks,
         ue_ip=str(ipaddress.IPv4Address(ip)) if flags & FLAG_UE_IP_VALID else None,
         outage=bool(flags & FLAG_OUTAGE),
     )

@@ -67,6 +67,10 @@ def telemetry_fields(message: TelemetryMessage) -> dict[str, int | float | bool 
         "mean_cqi": message.mean_cqi,
         "dropped_sdus": message.dl_dropped_sdus,
         "dropped_bytes": message.dl_dropped_bytes,
+        "ce_marked_sdus": message.dl_ce_marked_sdus,
+        "aqm_dropped_sdus": message.dl_aqm_dropped_sdus,
+        "aqm_dropped_bytes": message.dl_aqm_dropped_bytes,
+        "ece_marked_acks": message.ul_ece_marked_acks,
         "outage": message.outage,
     }
 

@@ -13,6 +13,11 @@ under test (Python, C++) must produce exactly these bytes from the values, and d
                                       floats (nan, inf, -inf), an IPv4 address, or flags (OUTAGE | UE_IP_VALID, none)
     @11 01        # reserved = 1      bytes at an offset, over what `from` gave
     truncate 95                       keep only the first 95 bytes
+    aa bb         # extra = why       bytes past the fields SPEC.md knows (a later minor revision), after them all
+
+A valid vector lists the fields its `length` covers: every field of the table for 112 or more, the version-1.0
+fields for 96 (SPEC.md, "Versioning"). Those of 1.0 or longer than 112 are read, not written, by a 1.1 encoder:
+`decode_only`.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ _SIZES = {"u8": 1, "u16": 2, "u32": 4, "u64": 8, "f32": 4, "4 bytes": 4}
 _ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|\s*`(\w+)`\s*\|")
 _FLAG = re.compile(r"bit (\d+) `(\w+)`")
 _LINE = re.compile(r"^(?:@(\d+)\s+)?((?:[0-9a-fA-F]{2}\s*)+)#\s*(\w+)\s*=\s*(.+?)\s*$")
+SIZE_1_0 = 96  # the payload of version 1.0: SPEC.md's fields before offset 96
+FULL_SIZE = 112  # version 1.1: every field of SPEC.md's table (test_spec_vectors checks the table's sum)
+EXTRA = "extra"  # bytes past the fields of the table
 
 
 class VectorError(ValueError):
@@ -100,6 +108,11 @@ class SpecVector:
     def valid(self) -> bool:
         return self.error is None
 
+    @property
+    def decode_only(self) -> bool:
+        """A valid payload that a current encoder does not write: a 1.0 one, or a later minor revision's."""
+        return self.valid and len(self.payload) != FULL_SIZE
+
 
 def _value(layout: Layout, spec_field: SpecField, text: str) -> Value:
     if spec_field.name == "flags":
@@ -153,6 +166,12 @@ def parse(name: str, text: str, known: dict[str, SpecVector], layout: Layout) ->
             if match is None:
                 raise VectorError(f"{where}: expected `HEX # field = value`, got {line!r}")
             data = bytes.fromhex(match[2])
+            if match[3] == EXTRA:
+                if match[1] is not None or sequential != sum(f.size for f in layout.fields):
+                    raise VectorError(f"{where}: extra bytes come after every field of SPEC.md, without an @offset")
+                payload += data
+                sequential += len(data)
+                continue
             spec_field = layout.named(match[3])
             if match[1] is None:
                 if sequential < 0:
@@ -175,12 +194,18 @@ def parse(name: str, text: str, known: dict[str, SpecVector], layout: Layout) ->
     if (vector.topic is None) == (vector.error is None):
         raise VectorError(f"{name}.hex: a vector has either a topic (valid) or an error kind (invalid)")
     if vector.valid:
-        missing = [f.name for f in layout.fields if f.name not in vector.texts]
-        if missing or len(vector.payload) != sum(f.size for f in layout.fields):
-            raise VectorError(f"{name}.hex: fields {missing} missing, or {len(vector.payload)} bytes")
+        length = int(vector.texts.get("length", "0"), 0)
+        carried = [f for f in layout.fields if length != SIZE_1_0 or f.offset + f.size <= SIZE_1_0]
+        missing = [f.name for f in carried if f.name not in vector.texts]
+        extra = [n for n in vector.texts if n not in {f.name for f in carried}]
+        if missing or extra or len(vector.payload) != max(length, sum(f.size for f in carried)):
+            raise VectorError(
+                f"{name}.hex: length {length}: fields {missing} missing, {extra} not carried, or "
+                f"{len(vector.payload)} bytes"
+            )
         # Only a valid vector's comments are values; an invalid one's name what was broken ("bit 5").
         try:
-            vector.values = {f.name: _value(layout, f, vector.texts[f.name]) for f in layout.fields}
+            vector.values = {f.name: _value(layout, f, vector.texts[f.name]) for f in carried}
         except ValueError as error:
             raise VectorError(f"{name}.hex: {error}") from error
     return vector
@@ -201,15 +226,18 @@ def load(directory: Path = DIRECTORY, spec: Path = SPEC) -> dict[str, SpecVector
     return dict(sorted(loaded.items()))
 
 
-def golden_fields(vector: SpecVector) -> dict[str, object]:
+def golden_fields(vector: SpecVector, layout: Layout | None = None) -> dict[str, object]:
     """A valid vector's values in the golden vectors' JSON form (telemetry/vectors/README.md): the decoded
-    message's fields, `ue_ip` null unless UE_IP_VALID, NaN as null."""
-    values = dict(vector.values)
+    message's fields, `ue_ip` null unless UE_IP_VALID, NaN as null; the fields a 1.0 payload does not carry are 0
+    (SPEC.md, "Versioning")."""
+    layout = layout or read_layout()
+    values: dict[str, Value] = {f.name: 0 for f in layout.fields} | vector.values
     flags, ip = values.pop("flags"), values.pop("ue_ipv4")
     assert isinstance(flags, tuple) and isinstance(ip, str)
     # Constants of a valid version-1 payload, not fields of the decoded message.
-    if (values.pop("length"), values.pop("reserved"), values["version"]) != (96, 0, 1):
-        raise VectorError(f"{vector.name}: a valid vector has version 1, length 96 and reserved 0")
+    length, reserved = values.pop("length"), values.pop("reserved")
+    if reserved != 0 or values["version"] != 1 or not (length == SIZE_1_0 or FULL_SIZE <= int(length)):
+        raise VectorError(f"{vector.name}: a valid vector has version 1, length 96 or at least 112, reserved 0")
     fields: dict[str, object] = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
     fields["outage"] = "OUTAGE" in flags
     fields["ue_ip"] = ip if "UE_IP_VALID" in flags else None
@@ -217,12 +245,16 @@ def golden_fields(vector: SpecVector) -> dict[str, object]:
 
 
 def write_golden(vectors: dict[str, SpecVector], directory: Path) -> None:
-    """Write the vectors in the golden vectors' file layout (NAME.topic, NAME.bin, NAME.json, invalid/), for
-    codecs whose tests read that layout (the C++ `telemetry_message_test VECTORS_DIR`). Infinities are written as
-    JSON's non-standard `Infinity`, which strtof reads."""
+    """Write the vectors in the golden vectors' file layout (NAME.topic, NAME.bin, NAME.json, decode/, invalid/),
+    for codecs whose tests read that layout (the C++ `telemetry_message_test VECTORS_DIR`). Infinities are written
+    as JSON's non-standard `Infinity`, which strtof reads."""
     (directory / "invalid").mkdir(parents=True, exist_ok=True)
+    (directory / "decode").mkdir(parents=True, exist_ok=True)
     for name, vector in vectors.items():
-        if vector.valid:
+        if vector.decode_only:
+            (directory / "decode" / f"{name}.bin").write_bytes(vector.payload)
+            (directory / "decode" / f"{name}.json").write_text(json.dumps(golden_fields(vector), indent=1) + "\n")
+        elif vector.valid:
             assert vector.topic is not None
             (directory / f"{name}.topic").write_bytes(vector.topic.encode("ascii"))
             (directory / f"{name}.bin").write_bytes(vector.payload)

@@ -1,8 +1,9 @@
 """Golden vectors of the contract: the cases, and reading and writing telemetry/vectors/.
 
 Each valid vector is three files, NAME.topic (frame 1, ASCII), NAME.bin (frame 2) and NAME.json (the decoded
-fields, flat, NaN written as null). Each invalid vector is invalid/NAME.bin with invalid/NAME.json naming the
-SPEC.md error kind a decoder must report.
+fields, flat, NaN written as null). Each decode-only vector (a payload of another minor revision, which a 1.1
+encoder does not write) is decode/NAME.bin with decode/NAME.json, the fields a 1.1 decoder reads from it. Each
+invalid vector is invalid/NAME.bin with invalid/NAME.json naming the SPEC.md error kind a decoder must report.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from rnf_telemetry.message import TelemetryMessage, encode
+from rnf_telemetry.message import PAYLOAD_SIZE_1_0, TelemetryMessage, encode
 
 VALID: dict[str, TelemetryMessage] = {
     "basic": TelemetryMessage(
@@ -35,6 +36,10 @@ VALID: dict[str, TelemetryMessage] = {
         mean_cqi=11.5,
         dl_dropped_sdus=2,
         dl_dropped_bytes=2_904,
+        dl_ce_marked_sdus=5,
+        dl_aqm_dropped_sdus=1,
+        dl_aqm_dropped_bytes=1_452,
+        ul_ece_marked_acks=3,
         ue_ip="172.16.0.2",
     ),
     "ip_unknown_no_grant": TelemetryMessage(
@@ -83,21 +88,47 @@ VALID: dict[str, TelemetryMessage] = {
         mean_cqi=15.0,
         dl_dropped_sdus=(1 << 32) - 1,
         dl_dropped_bytes=(1 << 32) - 1,
+        dl_ce_marked_sdus=(1 << 32) - 1,
+        dl_aqm_dropped_sdus=(1 << 32) - 1,
+        dl_aqm_dropped_bytes=(1 << 32) - 1,
+        ul_ece_marked_acks=(1 << 32) - 1,
         ue_ip="255.255.255.255",
         outage=True,
     ),
 }
 
 
+def _with_length(payload: bytes, length: int) -> bytes:
+    return payload[:2] + length.to_bytes(2, "little") + payload[4:]
+
+
+def _decode_only() -> dict[str, tuple[bytes, TelemetryMessage]]:
+    basic = encode(VALID["basic"])
+    counters_1_1 = {"dl_ce_marked_sdus": 0, "dl_aqm_dropped_sdus": 0, "dl_aqm_dropped_bytes": 0}
+    return {
+        # A 1.0 publisher's payload: the 1.1 counters read as 0.
+        "v1_0_basic": (
+            _with_length(basic[:PAYLOAD_SIZE_1_0], PAYLOAD_SIZE_1_0),
+            dataclasses.replace(VALID["basic"], **counters_1_1, ul_ece_marked_acks=0),
+        ),
+        # A later minor revision's: 8 bytes this revision does not know, ignored.
+        "later_minor": (_with_length(basic + bytes(range(0xA0, 0xA8)), len(basic) + 8), VALID["basic"]),
+    }
+
+
+DECODE_ONLY = _decode_only()
+
+
 def _invalid() -> dict[str, tuple[bytes, str]]:
     basic = encode(VALID["basic"])
-    future_minor = bytearray(basic + b"\x00" * 8)
-    future_minor[2:4] = (104).to_bytes(2, "little")
+    future_minor = _with_length(basic + b"\x00" * 8, len(basic) + 8)
     return {
         "empty": (b"", "truncated"),
         "truncated_header": (basic[:3], "truncated"),
         "truncated_body": (basic[:95], "truncated"),
-        "length_beyond_payload": (bytes(future_minor[:100]), "truncated"),
+        "truncated_counters_1_1": (basic[:111], "truncated"),
+        "length_beyond_payload": (future_minor[: len(basic) + 4], "truncated"),
+        "length_cuts_a_1_1_field": (_with_length(basic, 100), "field"),
         "version_2": (b"\x02" + basic[1:], "version"),
         "version_0": (b"\x00" + basic[1:], "version"),
         "unknown_flag": (basic[:1] + b"\x83" + basic[2:], "field"),
@@ -122,6 +153,10 @@ def message_from_json(fields: dict[str, object]) -> TelemetryMessage:
 def write(directory: Path) -> None:
     """Write every vector into `directory` (telemetry/vectors/)."""
     (directory / "invalid").mkdir(parents=True, exist_ok=True)
+    (directory / "decode").mkdir(parents=True, exist_ok=True)
+    for name, (payload, message) in DECODE_ONLY.items():
+        (directory / "decode" / f"{name}.bin").write_bytes(payload)
+        (directory / "decode" / f"{name}.json").write_text(json.dumps(message_to_json(message), indent=1) + "\n")
     for name, message in VALID.items():
         (directory / f"{name}.topic").write_bytes(message.key.topic())
         (directory / f"{name}.bin").write_bytes(encode(message))
