@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "telemetry": Subcommand("rnf_telemetry.cli:telemetry", "Listen to RAN telemetry; golden vectors."),
     "trace": Subcommand("rnf_cell.cli:trace", "Inspect and generate capacity traces."),
     "run": Subcommand("rnf_experiments.cli:run", "Run every arm of a scenario and write a results folder."),
+    "worker": Subcommand("rnf_experiments.cli:worker", "Run a scenario's blocks sent by a Dask scheduler (rnf run)."),
     "report": Subcommand("rnf_experiments.cli:report", "Compare results folders in a table and plots."),
     "calibrate": Subcommand("rnf_experiments.cli:calibrate", "Derive a virtual cell from a srsRAN run; check it."),
     "model": Subcommand("rnf_experiments.cli:model_command", "Predict end-to-end TCP throughput from a trace."),

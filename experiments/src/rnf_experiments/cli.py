@@ -23,7 +23,7 @@ from rnf_monitoring.client import InfluxClient
 from rnf_monitoring.importer import import_summary
 from rnf_monitoring.influx import parse_url
 
-from rnf_experiments import analysis, frontier, goals, model
+from rnf_experiments import analysis, cluster, frontier, goals, model
 from rnf_experiments import calibrate as calibration
 from rnf_experiments import report as reporting
 from rnf_experiments.cells.spec import VirtualCellSpec
@@ -33,8 +33,28 @@ from rnf_experiments.scenario import check_inputs, describe, load_scenario, pars
 console = Console(highlight=False)
 
 
+def _tls_options(command: Any) -> Any:
+    """--tls-ca-file, --tls-cert, --tls-key (as `dask scheduler` names them) and --insecure."""
+    for option in reversed(
+        (
+            click.option("--tls-ca-file", type=click.Path(dir_okay=False, path_type=Path), help="The cluster's CA."),
+            click.option(
+                "--tls-cert", type=click.Path(dir_okay=False, path_type=Path), help="This node's certificate."
+            ),
+            click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path), help="This node's private key."),
+            click.option(
+                "--insecure",
+                is_flag=True,
+                help="Allow a non-loopback tcp:// scheduler (anyone on that network can run code as root here).",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
 @click.command("run")
-@click.argument("scenario_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("scenario_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--set",
     "overrides",
@@ -56,8 +76,42 @@ console = Console(highlight=False)
     help="Also write the series to InfluxDB (v1 /write API), e.g. http://127.0.0.1:8086?db=rnf. "
     "Credentials from INFLUX_TOKEN or INFLUX_USERNAME/INFLUX_PASSWORD.",
 )
-def run(scenario_file: Path, overrides: tuple[str, ...], output: Path, influx_url: str | None) -> None:
+@click.option(
+    "--scheduler",
+    metavar="ADDR",
+    help="Run the scenario's blocks on a Dask cluster (rnf worker nodes), e.g. tcp://127.0.0.1:8786.",
+)
+@click.option(
+    "--resume",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Run the blocks of this results folder whose runs are not complete, on --scheduler [default: the one it "
+    "was run on]; no SCENARIO_FILE.",
+)
+@_tls_options
+def run(
+    scenario_file: Path | None,
+    overrides: tuple[str, ...],
+    output: Path,
+    influx_url: str | None,
+    scheduler: str | None,
+    resume: Path | None,
+    tls_ca_file: Path | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    insecure: bool,
+) -> None:
     """Run every arm of SCENARIO_FILE on the same traces and seed, then print the comparison."""
+    tls = cluster.Tls(tls_ca_file, tls_cert, tls_key)
+    if resume is not None and scheduler is None:
+        scheduler = cluster.recorded_scheduler(resume)
+    if scheduler is not None:
+        _run_on_cluster(scenario_file, list(overrides), output, influx_url, scheduler, resume, tls, insecure)
+        return
+    for given, option in ((resume, "--resume"), (tls.given or None, "--tls-*"), (insecure or None, "--insecure")):
+        if given is not None:
+            raise UserError(f"{option} needs --scheduler")
+    if scenario_file is None:
+        raise click.UsageError("Missing argument 'SCENARIO_FILE'.")
     scenario, raw = load_scenario(scenario_file, list(overrides))
     check_inputs(scenario_file, scenario, raw, describe(scenario_file, list(overrides)))
     target = parse_url(influx_url, os.environ) if influx_url else None
@@ -82,6 +136,79 @@ def run(scenario_file: Path, overrides: tuple[str, ...], output: Path, influx_ur
             console.print(f"InfluxDB: summary not written ({error.message}); `rnf record import {results}` later")
     reporting.print_table({results.name: summary}, console)
     console.print(f"results: {results} (summary.json, plots/)")
+
+
+def _run_on_cluster(
+    scenario_file: Path | None,
+    overrides: list[str],
+    output: Path,
+    influx_url: str | None,
+    scheduler: str,
+    resume: Path | None,
+    tls: cluster.Tls,
+    insecure: bool,
+) -> None:
+    """`rnf run --scheduler`: the blocks on the cluster; validation, the results folder and the report as locally."""
+    address = cluster.check_address(scheduler, tls, insecure)
+    if resume is not None:
+        if scenario_file is not None or overrides:
+            raise UserError("--resume RESULTS takes the scenario from RESULTS/metadata.json: no SCENARIO_FILE or --set")
+        scenario, raw, overrides = cluster.load_resumed(resume)
+        check_inputs(resume / "metadata.json", scenario, raw, str(resume / "metadata.json"), build=False)
+    else:
+        if scenario_file is None:
+            raise click.UsageError("Missing argument 'SCENARIO_FILE'.")
+        scenario, raw = load_scenario(scenario_file, overrides)
+        check_inputs(scenario_file, scenario, raw, describe(scenario_file, overrides), build=False)
+    target = parse_url(influx_url, os.environ) if influx_url else None
+    console.print(
+        f"scenario [bold]{scenario.name}[/]: {len(scenario.arms)} arms x {scenario.repetitions} "
+        f"repetitions x {scenario.duration_s:g} s, in blocks on {address}"
+    )
+    outcome = cluster.run_on_cluster(scenario, raw, overrides, output, address, tls, console, influx_url, resume)
+    results = outcome.results
+    try:
+        summary = reporting.summarize_results(results)
+    except UserError as error:
+        if not outcome.failures:
+            raise
+        summary = None
+        console.print(f"no report: {error.message}")
+    if summary is not None:
+        if target is not None:
+            try:
+                points, rejected = import_summary(InfluxClient(target), results)
+                console.print(f"InfluxDB: summary of {points} points written, {rejected} rejected")
+            except UserError as error:
+                console.print(f"InfluxDB: summary not written ({error.message}); `rnf record import {results}` later")
+        reporting.print_table({results.name: summary}, console)
+    console.print(f"results: {results} (summary.json, plots/)")
+    if outcome.failures:
+        raise click.ClickException(
+            f"{len(outcome.failures)} block(s) failed; after a fix, rnf run --resume {results} --scheduler {address}"
+        )
+
+
+@click.command("worker")
+@click.option("--scheduler", required=True, metavar="ADDR", help="The Dask scheduler, e.g. tcp://127.0.0.1:8786.")
+@click.option("--resources", metavar="NAME=AMOUNT ...", help='What this node offers, e.g. "usrp=1".')
+@click.option("--name", help="The worker's name in Dask [default: its address].")
+@click.option("--dashboard", is_flag=True, help="Serve Dask's worker dashboard (off by default).")
+@_tls_options
+def worker(
+    scheduler: str,
+    resources: str | None,
+    name: str | None,
+    dashboard: bool,
+    tls_ca_file: Path | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    insecure: bool,
+) -> None:
+    """Run the blocks a Dask scheduler sends this node, one at a time (as root: they build namespaces)."""
+    tls = cluster.Tls(tls_ca_file, tls_cert, tls_key)
+    address = cluster.check_address(scheduler, tls, insecure)
+    cluster.serve_worker(address, tls, cluster.parse_resources(resources), name, dashboard)
 
 
 @click.command("report")

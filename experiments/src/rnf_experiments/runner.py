@@ -83,6 +83,15 @@ def schedule(scenario: Scenario) -> list[tuple[int, Arm]]:
     return order
 
 
+def run_folder(scenario: Scenario, variant: Variant, repetition: int, arm: Arm) -> str:
+    """The folder under runs/ of one arm in one repetition at one sweep point."""
+    folder = f"{repetition}-{arm.name}"
+    if scenario.sweep is not None:
+        point = re.sub(r"[^A-Za-z0-9._=-]+", "_", f"{scenario.sweep.parameter}={variant.label}")
+        folder = f"{variant.index:02d}-{point}-{folder}"
+    return folder
+
+
 @dataclass(frozen=True)
 class ArmContext:
     scenario: Scenario
@@ -292,6 +301,17 @@ class _StopSignals:
             self._task = None
 
 
+def create_results(output_root: Path, scenario: Scenario) -> Path:
+    """A new results folder `<time>-<scenario>` with its runs/ folder."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    results = output_root / f"{stamp}-{scenario.name}"
+    try:
+        (results / "runs").mkdir(parents=True, exist_ok=False)
+    except OSError as error:
+        raise UserError(f"--output {output_root}: cannot create {results}: {error.strerror}") from None
+    return results
+
+
 def run_scenario(
     scenario: Scenario,
     raw: dict[str, Any],
@@ -302,12 +322,7 @@ def run_scenario(
 ) -> Path:
     """Every variant (sweep value) x repetition x arm, each in `runs/<folder>/` with its run.json; `Stopped` when
     SIGINT or SIGTERM ended it early (the results folder then says so)."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    results = output_root / f"{stamp}-{scenario.name}"
-    try:
-        (results / "runs").mkdir(parents=True, exist_ok=False)
-    except OSError as error:
-        raise UserError(f"--output {output_root}: cannot create {results}: {error.strerror}") from None
+    results = create_results(output_root, scenario)
     write_metadata(results, scenario, raw, overrides)
     plan = [
         (variant, repetition, arm)
@@ -327,11 +342,7 @@ def run_scenario(
         for index, (variant, repetition, arm) in enumerate(plan):
             if stop.signum is not None:
                 _mark_stopped(results, stop.signum, index, len(plan))
-            folder = f"{repetition}-{arm.name}"
-            if scenario.sweep is not None:
-                point = re.sub(r"[^A-Za-z0-9._=-]+", "_", f"{scenario.sweep.parameter}={variant.label}")
-                folder = f"{variant.index:02d}-{point}-{folder}"
-            directory = results / "runs" / folder
+            directory = results / "runs" / run_folder(scenario, variant, repetition, arm)
             directory.mkdir()
             where = f" {scenario.sweep.parameter} = {variant.label}," if scenario.sweep else ""
             progress.update(total, description=f"[{index + 1}/{len(plan)}] {arm.name},{where} repetition {repetition}")

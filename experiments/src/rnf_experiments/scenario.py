@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -136,6 +136,15 @@ def proxy_config(arm: Arm, namespace: str | None, endpoint: str) -> ProxyConfig:
         raise ValueError(format_validation_error(f"arms.{arm.name}", error)) from None
 
 
+class Execution(Strict):
+    """`[execution]`: where a scenario's blocks may run on a cluster (`rnf run --scheduler`). `require` names Dask
+    worker resources a node must offer, e.g. `{ usrp = 1 }` for a radio; a local run ignores it."""
+
+    require: dict[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")], Annotated[float, Field(gt=0)]] = (
+        Field(default_factory=dict)
+    )
+
+
 def _backlogged_download() -> Traffic:
     return BulkTraffic(kind="bulk")
 
@@ -150,6 +159,7 @@ class Scenario(Strict):
     traffic: list[Traffic] = Field(default_factory=lambda: [_backlogged_download()], min_length=1)
     arms: list[Arm] = Field(min_length=1)
     sweep: Sweep | None = None
+    execution: Execution = Field(default_factory=Execution)
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -254,6 +264,7 @@ class Variant:
     index: int
     value: Any
     scenario: Scenario
+    data: dict[str, Any] = field(default_factory=dict, compare=False)  # the point's raw table, as validated
 
     @property
     def label(self) -> str:
@@ -264,7 +275,7 @@ def expand(scenario: Scenario, data: dict[str, Any], source: str) -> list[Varian
     """One variant per sweep point, each with the point's keys set and validated again."""
     sweep = scenario.sweep
     if sweep is None:
-        return [Variant(None, 0, None, scenario)]
+        return [Variant(None, 0, None, scenario, data)]
     variants = []
     for index, (label, settings) in enumerate(sweep.settings()):
         variant = copy.deepcopy({key: item for key, item in data.items() if key != "sweep"})
@@ -272,15 +283,16 @@ def expand(scenario: Scenario, data: dict[str, Any], source: str) -> list[Varian
         for key, value in settings.items():
             apply_override(variant, key.split("."), value, where, what="sweep key")
         try:
-            variants.append(Variant(sweep.parameter, index, label, Scenario.model_validate(variant)))
+            variants.append(Variant(sweep.parameter, index, label, Scenario.model_validate(variant), variant))
         except ValidationError as error:
             raise UserError(format_validation_error(where, error, HIDDEN_TAGS)) from None
     return variants
 
 
-def check_inputs(path: Path, scenario: Scenario, data: dict[str, Any], source: str) -> None:
+def check_inputs(path: Path, scenario: Scenario, data: dict[str, Any], source: str, build: bool = True) -> None:
     """What a run of `scenario` (from the file `path`) reads besides the scenario, for every sweep point: each trace
-    file must read as a trace, and a srsRAN cell needs SRSRAN_BUILD. A UserError `source: field: reason` otherwise."""
+    file must read as a trace, and a srsRAN cell needs SRSRAN_BUILD (unless `build` is False: a cluster's nodes
+    have their own). A UserError `source: field: reason` otherwise."""
     fetchers = sorted(path.parent.glob("fetch*.sh"))
     hint = f" ({', '.join(str(f) for f in fetchers)} fetches the traces)" if fetchers else ""
     checked: set[TraceFile] = set()  # a file shared by several sweep points is read once
@@ -288,9 +300,11 @@ def check_inputs(path: Path, scenario: Scenario, data: dict[str, Any], source: s
         where = f"{source} (sweep {variant.parameter} = {variant.value!r})" if variant.parameter else source
         cell = variant.scenario.cell
         if isinstance(cell, SrsranCellSpec | SrsranZmqCellSpec):
-            build = find_build(os.environ.get("SRSRAN_BUILD"))
-            if isinstance(build, str):
-                raise UserError(f"{where}: cell.kind: {cell.kind!r} needs a patched srsRAN build: {build}")
+            if not build:
+                continue
+            found = find_build(os.environ.get("SRSRAN_BUILD"))
+            if isinstance(found, str):
+                raise UserError(f"{where}: cell.kind: {cell.kind!r} needs a patched srsRAN build: {found}")
             continue
         assert isinstance(cell, VirtualCellSpec)
         try:
