@@ -142,9 +142,12 @@ def test_a_whole_run_folder_is_read_and_summarized_from_its_files(tmp_path):
     (run / "series.lp").write_text(series)
     packets = [(1, 3), (10, 14), (20, 21), (39, 41)]  # (arrival, delivery) ms; the last delivered after 40 ms
     records = [(1, 1400, 0, arrival * MS, delivery * MS) for arrival, delivery in packets]
+    # an SDU the queue discipline dropped at 30 ms: never delivered, no delay sample (it would make the p50 3 ms)
+    records.insert(2, (1, 1400, analysis.PACKET_AQM_DROPPED, 12 * MS, 30 * MS))
     np.array(records, dtype=analysis.PACKET_RECORD).tofile(run / "packets.bin")
 
     _, (loaded,) = analysis.load_results(tmp_path)
+    assert loaded.packets["arrival_ns"].tolist() == [arrival * MS for arrival, _ in packets]
     assert loaded.ues[1].sched_bytes.tolist() == [0, 7000, 10_000, 7000, 8000]
     assert loaded.ues[1].queue_bytes.tolist() == [0, 10_000, 15_000, 4000, 30_000]
     own = loaded.controllers[1]

@@ -50,6 +50,18 @@ def test_a_ue_line_is_read_with_the_queue_disciplines_counters():
     assert (read.ce_marked_sdus, read.aqm_dropped_sdus, read.aqm_dropped_bytes, read.ece_marked_acks) == (3, 0, 1500, 0)
 
 
+def test_message_carries_the_queue_disciplines_counters_unchanged():
+    changed = report(ce_marked_sdus=7, aqm_dropped_sdus=2, aqm_dropped_bytes=2_900, ece_marked_acks=3)
+    message = TelemetryBuilder(CONFIG).message(changed)
+    assert (
+        message.dl_ce_marked_sdus,
+        message.dl_aqm_dropped_sdus,
+        message.dl_aqm_dropped_bytes,
+        message.ul_ece_marked_acks,
+    ) == (7, 2, 2_900, 3)
+    assert (message.dl_dropped_sdus, message.dl_dropped_bytes) == (1, 1500)  # tail drops, as `report` has them
+
+
 def test_message_carries_the_datapath_numbers_unchanged():
     message = TelemetryBuilder(CONFIG).message(report())
     assert (message.queue_bytes, message.dl_queue_sdus) == (3200, 3)

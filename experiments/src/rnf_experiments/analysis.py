@@ -20,8 +20,11 @@ from rnf_experiments import lineprotocol, metrics
 RUN_KEYS = ("arm", "repetition", "sweep")
 FLOW_KEYS = ("flow", "kind", "ue", "start_ns", "last_byte_ns", "received_bytes", "requested_bytes", "complete", "error")
 PACKET_RECORD = np.dtype(
-    [("ue", "<u2"), ("length", "<u2"), ("reserved", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
+    [("ue", "<u2"), ("length", "<u2"), ("flags", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
 )
+# packets.bin's flags (virtual-cell/datapath/INTERFACE.md, "Packet log")
+PACKET_CE_MARKED = 0x01
+PACKET_AQM_DROPPED = 0x02  # never delivered: not a delay sample
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,7 @@ def load_arm_run(directory: Path) -> ArmRun:
         packets = np.fromfile(packets_path, PACKET_RECORD) if packets_path.exists() else np.empty(0, PACKET_RECORD)
     except (OSError, ValueError) as error:
         raise UserError(f"{packets_path}: cannot read packet records: {error}") from None
+    packets = packets[(packets["flags"] & PACKET_AQM_DROPPED) == 0]
     netstat_path = directory / "netstat.json"
     cell_summary_path = directory / "cell-summary.json"
     return ArmRun(

@@ -97,7 +97,7 @@ def test_each_delivered_packet_is_matched_to_its_own_departure(tmp_path):
     found = [(int(r["ue"]), int(r["length"]), int(r["arrival_ns"]), int(r["delivery_ns"])) for r in records]
     assert found == [(ue, length, at(left), at(reached)) for ue, length, left, reached in EXPECTED]
     assert ((records["delivery_ns"] - records["arrival_ns"]) / MS).tolist() == DELAYS_MS
-    assert records["reserved"].tolist() == [0] * len(EXPECTED)
+    assert records["flags"].tolist() == [0] * len(EXPECTED)
 
 
 def test_what_was_not_matched_is_counted(tmp_path):

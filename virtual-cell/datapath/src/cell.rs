@@ -7,7 +7,7 @@
 use crate::aqm::Policy;
 use crate::config::SchedulerKind;
 use crate::report::{Counters, UeReport};
-use crate::rlc::{Limits, Outcome, RlcQueue, Sdu};
+use crate::rlc::{AqmDrop, Limits, Outcome, RlcQueue, Sdu};
 use crate::scheduler::{Allocation, Scheduler};
 use crate::trace::Trace;
 
@@ -54,6 +54,8 @@ pub struct Cell {
     report_period_ttis: u64,
     next_tti: u64,
     last_period: Option<PeriodEnd>,
+    /// The SDUs the queue disciplines dropped in the TTI run last, by UE.
+    aqm_drops: Vec<(usize, AqmDrop)>,
     capacity: Vec<u32>,
     backlog: Vec<u64>,
     allocation: Vec<Allocation>,
@@ -88,11 +90,17 @@ impl Cell {
             report_period_ttis,
             next_tti: 0,
             last_period: None,
+            aqm_drops: Vec::new(),
             capacity: vec![0; n],
             backlog: vec![0; n],
             allocation: vec![Allocation::default(); n],
             delivered: Vec::new(),
         }
+    }
+
+    /// The SDUs the queue disciplines dropped in the TTI `run_tti` ran last, with their UE (for the packet log).
+    pub fn aqm_drops(&self) -> &[(usize, AqmDrop)] {
+        &self.aqm_drops
     }
 
     /// The index of the next TTI `run_tti` runs (= TTIs run so far).
@@ -130,6 +138,7 @@ impl Cell {
     /// period that ended with this TTI, if one did.
     pub fn run_tti(&mut self, out: &mut Vec<Delivery>) -> Option<PeriodEnd> {
         let tti = self.next_tti;
+        self.aqm_drops.clear();
         for (i, ue) in self.ues.iter_mut().enumerate() {
             let capacity = ue.trace.at(tti);
             self.capacity[i] = capacity.bytes;
@@ -155,6 +164,7 @@ impl Cell {
             let outcome =
                 if failed { Outcome::Failed { retry_tti: tti + ue.harq_rtt_ttis } } else { Outcome::Received };
             let served = ue.rlc.transmit(tti, allocation.bytes, outcome, &mut self.delivered);
+            self.aqm_drops.extend(ue.rlc.take_aqm_drops().map(|drop| (i, drop)));
             counters.sched_new_bytes += served.new;
             counters.sched_retx_bytes += served.retx;
             for sdu in self.delivered.drain(..) {
@@ -245,7 +255,7 @@ mod tests {
     }
 
     fn packet(len: usize, tag: u8) -> Sdu {
-        Sdu { data: vec![tag; len], arrival_ns: 0 }
+        Sdu { data: vec![tag; len], arrival_ns: 0, ce_marked: false }
     }
 
     fn fill(cell: &mut Cell, ue: usize, packets: usize, len: usize) {
@@ -334,7 +344,7 @@ mod tests {
         let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 1000, 42, vec![params]);
         let packets = 400;
         for k in 0..packets {
-            cell.enqueue(0, Sdu { data: vec![0; 1500], arrival_ns: k }).unwrap();
+            cell.enqueue(0, Sdu { data: vec![0; 1500], arrival_ns: k, ce_marked: false }).unwrap();
         }
         let (out, reports) = run(&mut cell, 1000);
         let c = reports[0].counters;
@@ -420,6 +430,25 @@ mod tests {
     }
 
     #[test]
+    fn the_sdus_codel_drops_are_handed_out_with_their_ue_in_the_tti_that_drops_them() {
+        // As below without the limit: UE 1 (tail drop) stays idle; CoDel drops SDUs 12, 23 and 32 of UE 0 at TTIs
+        // 12, 22 and 30, and each TTI's list holds only its own drops.
+        let codel = with_discipline(Discipline::CoDel { target_ns: 2 * MS, interval_ns: 10 * MS }, UNLIMITED);
+        let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 1000, 1, vec![codel, ue(&[1000])]);
+        for k in 0..40 {
+            cell.enqueue(0, Sdu { data: vec![k; 1000], arrival_ns: k as u64, ce_marked: false }).unwrap();
+        }
+        let mut out = Vec::new();
+        let mut drops = Vec::new();
+        for tti in 0..31u64 {
+            cell.run_tti(&mut out);
+            drops.extend(cell.aqm_drops().iter().map(|&(ue, drop)| (tti, ue, drop.arrival_ns, drop.length)));
+        }
+        assert_eq!(drops, [(12, 0, 12, 1000), (22, 0, 23, 1000), (30, 0, 32, 1000)]);
+        assert!(out.iter().all(|d| !d.sdu.ce_marked));
+    }
+
+    #[test]
     fn codel_drops_are_counted_apart_from_tail_drops_and_discards() {
         // 1000 bytes per TTI; 40 SDUs of 1000 bytes offered, 35 fit under the limit (5 tail drops). CoDel (2 ms,
         // 10 ms) then drops SDUs 12, 23 and 32 at TTIs 12, 22 and 30, as in rlc.rs's test (SDU 32 still has 2000
@@ -446,7 +475,7 @@ mod tests {
         let mut out = Vec::new();
         cell.run_tti(&mut out);
         fill(&mut cell, 0, 16, 1000);
-        cell.enqueue(0, Sdu { data: packets::ipv4(1000, 0x01, 9), arrival_ns: 0 }).unwrap();
+        cell.enqueue(0, Sdu { data: packets::ipv4(1000, 0x01, 9), arrival_ns: 0, ce_marked: false }).unwrap();
         cell.run_tti(&mut out);
         let mut reports = Vec::new();
         cell.take_reports(0, &mut reports);
@@ -463,7 +492,7 @@ mod tests {
         cell.run_tti(&mut out);
         fill(&mut cell, 0, 16, 1000);
         let data = packets::tcp(server, phone, (5201, 40000), 0x18, 0x02);
-        cell.enqueue(0, Sdu { data: data.clone(), arrival_ns: 0 }).unwrap();
+        cell.enqueue(0, Sdu { data: data.clone(), arrival_ns: 0, ce_marked: false }).unwrap();
         let mut ack = packets::tcp(phone, server, (40000, 5201), 0x10, 0x00);
         cell.uplink(0, &mut ack);
         assert_eq!(ack[33], 0x50);

@@ -416,7 +416,20 @@ impl Datapath {
                     }
                 }
             }
-            if self.cell.run_tti(&mut self.deliveries).is_some() {
+            let period_end = self.cell.run_tti(&mut self.deliveries);
+            if self.logging {
+                for &(ue, drop) in self.cell.aqm_drops() {
+                    let record = LogRecord {
+                        ue: ue as u16,
+                        length: drop.length.min(u16::MAX as u64) as u16,
+                        flags: LogRecord::AQM_DROPPED,
+                        arrival_ns: drop.arrival_ns,
+                        delivery_ns: realtime_ns(),
+                    };
+                    log_record(&mut self.log, &mut self.stats.packet_log_dropped, record);
+                }
+            }
+            if period_end.is_some() {
                 self.cell.take_reports(realtime_ns(), &mut self.reports);
                 let reports = std::mem::take(&mut self.reports);
                 let lines = reports.len() as u64;
@@ -428,16 +441,15 @@ impl Datapath {
                 let data = delivery.sdu.data;
                 match write_packet(self.devices.ues[delivery.ue].fd(), &data) {
                     Ok(()) if self.logging => {
-                        if self.log.len() < LOG_BACKLOG_MAX {
-                            self.log.push(LogRecord {
-                                ue: delivery.ue as u16,
-                                length: data.len().min(u16::MAX as usize) as u16,
-                                arrival_ns: delivery.sdu.arrival_ns,
-                                delivery_ns: realtime_ns(),
-                            });
-                        } else {
-                            self.stats.packet_log_dropped += 1;
-                        }
+                        let flags = if delivery.sdu.ce_marked { LogRecord::CE_MARKED } else { 0 };
+                        let record = LogRecord {
+                            ue: delivery.ue as u16,
+                            length: data.len().min(u16::MAX as usize) as u16,
+                            flags,
+                            arrival_ns: delivery.sdu.arrival_ns,
+                            delivery_ns: realtime_ns(),
+                        };
+                        log_record(&mut self.log, &mut self.stats.packet_log_dropped, record);
                     }
                     Ok(()) => {}
                     Err(_) => self.stats.send_errors += 1,
@@ -477,7 +489,7 @@ impl Datapath {
                 continue;
             };
             self.stats.downlink_packets += 1;
-            let sdu = Sdu { data: self.pool.copy_of(packet), arrival_ns: realtime_ns() };
+            let sdu = Sdu { data: self.pool.copy_of(packet), arrival_ns: realtime_ns(), ce_marked: false };
             self.backhaul[ue].push(monotonic_ns(), sdu);
         }
     }
@@ -620,6 +632,15 @@ impl Datapath {
 
 /// The reporting thread: JSON lines to standard output (flushed whenever the queue runs empty) and the
 /// packet log, until the loop drops its sender.
+/// Appends a packet-log record, or counts it lost when the reporting thread is too far behind.
+fn log_record(log: &mut Vec<LogRecord>, lost: &mut u64, record: LogRecord) {
+    if log.len() < LOG_BACKLOG_MAX {
+        log.push(record);
+    } else {
+        *lost += 1;
+    }
+}
+
 fn write_reports(receiver: Receiver<Message>, packet_log: Option<File>) {
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());

@@ -83,23 +83,30 @@ pub struct Summary {
     pub send_errors: u64,
 }
 
-/// One delivered downlink SDU in the packet log.
+/// One downlink SDU in the packet log: delivered, or dropped by the queue discipline (`AQM_DROPPED`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogRecord {
     pub ue: u16,
     pub length: u16,
+    pub flags: u8,
     pub arrival_ns: u64,
+    /// When it was written to the UE's TUN; for an `AQM_DROPPED` record, when it was dropped.
     pub delivery_ns: u64,
 }
 
 impl LogRecord {
     pub const SIZE: usize = 24;
+    /// The queue discipline marked the SDU CE.
+    pub const CE_MARKED: u8 = 0x01;
+    /// The queue discipline dropped the SDU: it was never delivered.
+    pub const AQM_DROPPED: u8 = 0x02;
 
-    /// `u16 ue, u16 length, u32 reserved (0), u64 arrival_ns, u64 delivery_ns`, little-endian.
+    /// `u16 ue, u16 length, u8 flags, 3 bytes reserved (0), u64 arrival_ns, u64 delivery_ns`, little-endian.
     pub fn encode(&self) -> [u8; Self::SIZE] {
         let mut out = [0u8; Self::SIZE];
         out[0..2].copy_from_slice(&self.ue.to_le_bytes());
         out[2..4].copy_from_slice(&self.length.to_le_bytes());
+        out[4] = self.flags;
         out[8..16].copy_from_slice(&self.arrival_ns.to_le_bytes());
         out[16..24].copy_from_slice(&self.delivery_ns.to_le_bytes());
         out
@@ -216,9 +223,13 @@ mod tests {
 
     #[test]
     fn a_packet_log_record_is_24_little_endian_bytes() {
-        let record = LogRecord { ue: 2, length: 1500, arrival_ns: 0x0102030405060708, delivery_ns: u64::MAX - 1 };
+        let record =
+            LogRecord { ue: 2, length: 1500, flags: 0, arrival_ns: 0x0102030405060708, delivery_ns: u64::MAX - 1 };
         let bytes = record.encode();
         assert_eq!(&bytes[0..8], &[2, 0, 0xdc, 0x05, 0, 0, 0, 0]);
+        let dropped = LogRecord { flags: LogRecord::AQM_DROPPED, ..record }.encode();
+        assert_eq!(&dropped[0..8], &[2, 0, 0xdc, 0x05, 2, 0, 0, 0]);
+        assert_eq!(LogRecord { flags: LogRecord::CE_MARKED, ..record }.encode()[4], 1);
         assert_eq!(&bytes[8..16], &[8, 7, 6, 5, 4, 3, 2, 1]);
         assert_eq!(&bytes[16..24], &(u64::MAX - 1).to_le_bytes());
     }

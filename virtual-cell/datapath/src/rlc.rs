@@ -23,6 +23,15 @@ use crate::aqm::{Policy, Verdict};
 pub struct Sdu {
     pub data: Vec<u8>,
     pub arrival_ns: u64,
+    /// The queue discipline marked it CE (for the packet log: a packet that came in CE is not counted).
+    pub ce_marked: bool,
+}
+
+/// An SDU the queue discipline dropped, for the packet log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AqmDrop {
+    pub arrival_ns: u64,
+    pub length: u64,
 }
 
 /// Queue limits; 0 means no limit of that kind.
@@ -103,6 +112,8 @@ pub struct RlcQueue {
     discarded: (u64, u64),
     policy: Policy,
     aqm: AqmCounts,
+    /// The SDUs the discipline dropped since `take_aqm_drops`.
+    aqm_drops: Vec<AqmDrop>,
     /// For the policy's rate measurement: the backlog at the current TTI's start and the bytes served in it.
     tti_backlog: u64,
     tti_served: u64,
@@ -122,6 +133,7 @@ impl RlcQueue {
             discarded: (0, 0),
             policy,
             aqm: AqmCounts::default(),
+            aqm_drops: Vec::new(),
             tti_backlog: 0,
             tti_served: 0,
         }
@@ -154,6 +166,7 @@ impl RlcQueue {
         }
         if self.policy.enqueue(ahead, &mut sdu.data) {
             self.aqm.ce_marked_sdus += 1;
+            sdu.ce_marked = true;
         }
         self.sdus.push_back(Queued { start: self.end, received: 0, stamp: self.next_tti, discarded: false, sdu });
         self.end += len;
@@ -183,6 +196,11 @@ impl RlcQueue {
     /// What the queue discipline marked and dropped since the last call.
     pub fn take_aqm(&mut self) -> AqmCounts {
         std::mem::take(&mut self.aqm)
+    }
+
+    /// The SDUs the discipline dropped since the last call, in order.
+    pub fn take_aqm_drops(&mut self) -> std::vec::Drain<'_, AqmDrop> {
+        self.aqm_drops.drain(..)
     }
 
     /// An uplink packet of this UE passes: the discipline may set ECE on it (true).
@@ -313,7 +331,10 @@ impl RlcQueue {
         let verdict = self.policy.dequeue(tti, queued.stamp, behind, &mut queued.sdu.data);
         match verdict {
             Verdict::Send => {}
-            Verdict::Mark => self.aqm.ce_marked_sdus += 1,
+            Verdict::Mark => {
+                self.aqm.ce_marked_sdus += 1;
+                queued.sdu.ce_marked = true;
+            }
             Verdict::Drop => {
                 let len = queued.sdu.data.len() as u64;
                 queued.received = len;
@@ -321,6 +342,7 @@ impl RlcQueue {
                 self.next_new += len;
                 self.aqm.dropped_sdus += 1;
                 self.aqm.dropped_bytes += len;
+                self.aqm_drops.push(AqmDrop { arrival_ns: queued.sdu.arrival_ns, length: len });
             }
         }
         verdict
@@ -346,7 +368,7 @@ mod tests {
     use crate::ecn::packets;
 
     fn sdu(len: usize, tag: u8) -> Sdu {
-        Sdu { data: vec![tag; len], arrival_ns: tag as u64 }
+        Sdu { data: vec![tag; len], arrival_ns: tag as u64, ce_marked: false }
     }
 
     fn unlimited() -> RlcQueue {
@@ -604,6 +626,11 @@ mod tests {
         assert_eq!(tags(&out), expected);
         assert_eq!(queue.take_aqm(), AqmCounts { ce_marked_sdus: 0, dropped_sdus: 3, dropped_bytes: 3000 });
         assert_eq!((queue.new_bytes(), queue.sdus(), queue.take_discarded()), (6000, 6, (0, 0)));
+        // the packet log's records of the drops: SDU k arrived at k ns (`sdu`)
+        let drops: Vec<AqmDrop> = queue.take_aqm_drops().collect();
+        assert_eq!(drops, [12, 23, 32].map(|k| AqmDrop { arrival_ns: k, length: 1000 }));
+        assert_eq!(queue.take_aqm_drops().count(), 0);
+        assert!(out.iter().all(|s| !s.ce_marked));
     }
 
     #[test]
@@ -614,13 +641,16 @@ mod tests {
         let mut queue = codel_queue();
         queue.start_tti(0);
         for tag in 0..40 {
-            queue.offer(Sdu { data: packets::ipv4(1000, 0x02, tag), arrival_ns: 0 }).unwrap();
+            queue.offer(Sdu { data: packets::ipv4(1000, 0x02, tag), arrival_ns: 0, ce_marked: false }).unwrap();
         }
         let mut out = Vec::new();
         serve(&mut queue, 0..40, 1000, &mut out);
         assert_eq!(out.len(), 40);
         let marked: Vec<u8> = out.iter().filter(|s| s.data[1] == 0x03).map(|s| s.data[20]).collect();
         assert_eq!(marked, [12, 22, 30, 35]);
+        let flagged: Vec<u8> = out.iter().filter(|s| s.ce_marked).map(|s| s.data[20]).collect();
+        assert_eq!(flagged, [12, 22, 30, 35]);
+        assert_eq!(queue.take_aqm_drops().count(), 0);
         assert!(out.iter().all(|s| matches!(s.data[1], 0x02 | 0x03) && packets::ipv4_header_is_valid(&s.data)));
         assert_eq!(queue.take_aqm(), AqmCounts { ce_marked_sdus: 4, dropped_sdus: 0, dropped_bytes: 0 });
     }
@@ -725,20 +755,22 @@ mod tests {
         queue.offer(sdu(200, 16)).unwrap(); // 13200 new + 1000 HARQ = 14200 bytes queued
         // 14200 / 952.5 = 14.91 ms: not marked; then 14400 / 952.5 = 15.12 ms: marked (at 1000 bytes/TTI 14.4 ms;
         // without the HARQ bytes 14.07 ms)
-        queue.offer(Sdu { data: packets::ipv4(200, 0x02, 0xa), arrival_ns: 0 }).unwrap();
-        queue.offer(Sdu { data: packets::ipv4(1000, 0x02, 0xb), arrival_ns: 0 }).unwrap();
+        queue.offer(Sdu { data: packets::ipv4(200, 0x02, 0xa), arrival_ns: 0, ce_marked: false }).unwrap();
+        queue.offer(Sdu { data: packets::ipv4(1000, 0x02, 0xb), arrival_ns: 0, ce_marked: false }).unwrap();
         assert_eq!(queue.take_aqm(), AqmCounts { ce_marked_sdus: 1, dropped_sdus: 0, dropped_bytes: 0 });
         serve(&mut queue, 4..5, 100_000, &mut out);
-        let last: Vec<(u8, u8)> = out[out.len() - 2..].iter().map(|s| (s.data[20], s.data[1])).collect();
-        assert_eq!(last, [(0xa, 0x02), (0xb, 0x03)]);
+        let last: Vec<(u8, u8, bool)> =
+            out[out.len() - 2..].iter().map(|s| (s.data[20], s.data[1], s.ce_marked)).collect();
+        assert_eq!(last, [(0xa, 0x02, false), (0xb, 0x03, true)]);
         assert!(packets::ipv4_header_is_valid(&out[out.len() - 1].data));
     }
 
     #[test]
     fn tail_drop_leaves_ect_packets_alone_however_long_they_wait() {
         let mut queue = RlcQueue::new(Limits { bytes: 100_000, sdus: 0, discard_ttis: 0 }, Policy::TailDrop);
-        let refused =
-            (0..70).filter(|&tag| queue.offer(Sdu { data: packets::ipv4(1500, 0x02, tag), arrival_ns: 0 }).is_err());
+        let refused = (0..70).filter(|&tag| {
+            queue.offer(Sdu { data: packets::ipv4(1500, 0x02, tag), arrival_ns: 0, ce_marked: false }).is_err()
+        });
         assert_eq!(refused.count(), 4);
         let mut out = Vec::new();
         serve(&mut queue, 0..1000, 100, &mut out);

@@ -1,7 +1,7 @@
 """From datapath reports to telemetry messages, and the optional impairments of the telemetry channel.
 
-Pure logic: what the cell publishes is computed from what the datapath did, so the published queue and
-scheduled bytes are the datapath's own numbers. CQI and MCS are indicative: the virtual cell has no radio, so
+Pure logic: what the cell publishes is computed from what the datapath did, so the published queue,
+scheduled bytes and queue-discipline counters (contract 1.1) are the datapath's own numbers. CQI and MCS are indicative: the virtual cell has no radio, so
 they are derived from the capacity the UE was offered per granted TTI (see virtual-cell/README.md).
 """
 
@@ -119,6 +119,10 @@ class TelemetryBuilder:
             mean_cqi=cqi_for(capacity_per_tti, self.config.prb),
             dl_dropped_sdus=report.dropped_sdus,
             dl_dropped_bytes=report.dropped_bytes,
+            dl_ce_marked_sdus=report.ce_marked_sdus,
+            dl_aqm_dropped_sdus=report.aqm_dropped_sdus,
+            dl_aqm_dropped_bytes=report.aqm_dropped_bytes,
+            ul_ece_marked_acks=report.ece_marked_acks,
             ue_ip=str(self.config.ue_ips()[report.ue]),
             outage=report.outage_ttis > 0,
         )

@@ -35,9 +35,10 @@ from rnf_experiments.cells.stack import SGI_IFNAME, UE_IFNAME, ue_ip
 
 HASH_BYTES = 64  # of the IP payload; capture.SNAPLEN keeps at least this much behind a 60-byte header
 MAX_DELAY_NS = 10_000_000_000  # far above any queue the RLC holds (256 SDUs), even on a stack at 0.3 x real time
-# virtual-cell/datapath/INTERFACE.md, "Packet log": ue (0-based), length, reserved, arrival_ns, delivery_ns
+# virtual-cell/datapath/INTERFACE.md, "Packet log": ue (0-based), length, flags, arrival_ns, delivery_ns; the
+# captures see no queue discipline's marks or drops, so their flags are 0
 PACKET_RECORD = np.dtype(
-    [("ue", "<u2"), ("length", "<u2"), ("reserved", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
+    [("ue", "<u2"), ("length", "<u2"), ("flags", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
 )
 IPV4_HEADER = struct.Struct("!BBHHHBBH4s4s")
 DEPARTURE, ARRIVAL = 0, 1  # in this order at the same nanosecond
