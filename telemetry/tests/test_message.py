@@ -185,8 +185,17 @@ def _payload(**fields: int) -> bytes:
         (_payload(flags=0x06), "field: unknown flag bits 0x04"),  # the outage bit's neighbour, beside a known bit
         (_payload(reserved=7), "field: reserved byte is 7, not 0"),
     ],
-    ids=["3-bytes", "header-only", "95-bytes", "111-bytes", "version-3", "length-95", "length-108", "flag-0x04",
-         "reserved-7"],
+    ids=[
+        "3-bytes",
+        "header-only",
+        "95-bytes",
+        "111-bytes",
+        "version-3",
+        "length-95",
+        "length-108",
+        "flag-0x04",
+        "reserved-7",
+    ],
 )
 def test_a_decode_error_says_what_is_wrong_with_the_payload(payload, message):
     # the text is what `rnf telemetry listen` and the stream statistics show a user

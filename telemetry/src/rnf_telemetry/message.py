@@ -145,7 +145,9 @@ def decode(payload: bytes) -> TelemetryMessage:
     if len(payload) < length:
         raise DecodeError("truncated", f"{len(payload)} bytes, the length field says {length}")
     if PAYLOAD_SIZE_1_0 < length < PAYLOAD_SIZE:
-        raise DecodeError("field", f"length field {length} cuts a version-1.1 field (96 for 1.0, at least {PAYLOAD_SIZE})")
+        raise DecodeError(
+            "field", f"length field {length} cuts a version-1.1 field (96 for 1.0, at least {PAYLOAD_SIZE})"
+        )
     (
         _version,
         flags,

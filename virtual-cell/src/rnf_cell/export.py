@@ -1,8 +1,9 @@
 """From datapath reports to telemetry messages, and the optional impairments of the telemetry channel.
 
-Pure logic: what the cell publishes is computed from what the datapath did, so the published queue,
-scheduled bytes and queue-discipline counters (contract 1.1) are the datapath's own numbers. CQI and MCS are indicative: the virtual cell has no radio, so
-they are derived from the capacity the UE was offered per granted TTI (see virtual-cell/README.md).
+Pure logic: what the cell publishes is computed from what the datapath did, so the published queue, scheduled
+bytes and queue-discipline counters (contract 1.1) are the datapath's own numbers. CQI and MCS are indicative: the
+virtual cell has no radio, so they are derived from the capacity the UE was offered per granted TTI (see
+virtual-cell/README.md).
 """
 
 from __future__ import annotations
