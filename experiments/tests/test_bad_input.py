@@ -207,6 +207,24 @@ RUN_OVERRIDES = [
         "cell.ues.0.queue_discipline={kind='mark', threshold_ms=-1}",
         "cell.ues[0].queue_discipline.threshold_ms: Input should be greater than or equal to 0.001",
     ),
+    (
+        "arms.0.queue_discipline={kind='codel', target_ms=-5}",
+        "arms[0].queue_discipline.target_ms: Input should be greater than or equal to 0.001",
+    ),
+    (
+        "arms.0.queue_discipline={kind='codel', target_ms=100, interval_ms=100}",
+        "arms[0].queue_discipline: target_ms must be below interval_ms",
+    ),
+    ("arms.0.queue_discipline={kind='mark', threshold_ms=0}", "arms[0].queue_discipline.threshold_ms: Input should"),
+    # `mark` measures the UE's served rate itself: a rate given to it is refused, not ignored
+    (
+        "arms.0.queue_discipline={kind='mark', rate_mbps=10}",
+        "arms[0].queue_discipline.rate_mbps: Extra inputs are not permitted",
+    ),
+    ("arms.0.queue_discipline={kind='red'}", "arms[0].queue_discipline: a queue discipline needs `kind = "),
+    # the demo cell's UEs drop at the tail only: nothing would ever mark
+    ("arms.0.ecn=true", "arms[0].ecn: the arm's virtual cell cannot mark (no UE has a queue discipline other"),
+    ("arms.0.ecn=3", "arms[0].ecn: Input should be a valid boolean"),
 ]
 
 
@@ -354,5 +372,26 @@ def test_run_reads_the_traces_of_every_sweep_point_before_writing(capsys, tmp_pa
             f"Error: {scenario} (sweep trace = '{tmp_path}/bad.csv'): cell.ues[0].trace.file: "
             f"{tmp_path}/bad.csv:3: not a finite number: '1,inf'"
         ],
+    )
+    assert _no_results(output)
+
+
+@pytest.mark.parametrize(
+    ("override", "reason"),
+    [
+        (
+            "arms.0.queue_discipline={kind='mark'}",
+            "arms[0].queue_discipline: the srsran cell has no queue discipline to set",
+        ),
+        ("arms.0.ecn=true", "arms[0].ecn: the arm's srsran cell cannot mark (srsenb has no queue discipline)"),
+    ],
+)
+def test_an_arm_cannot_give_srsenb_a_queue_discipline_or_ecn_marks(capsys, tmp_path, override, reason):
+    scenario = SCENARIOS / "srsran-smvs.toml"
+    output = tmp_path / "out"
+    code, lines = rnf(capsys, "run", str(scenario), "--set", override, "--output", str(output))
+    assert code == 2
+    assert (
+        len(lines) == 1 and lines[0].startswith(f"Error: {scenario} (with --set {override}): ") and reason in lines[0]
     )
     assert _no_results(output)

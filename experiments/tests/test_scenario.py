@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from rnf_experiments.cells.spec import VirtualCellSpec
 from rnf_experiments.runner import schedule
-from rnf_experiments.scenario import check_inputs, expand, load_scenario, parse_override
+from rnf_experiments.scenario import arm_cell, arm_ecn, check_inputs, expand, load_scenario, parse_override
 from rnf_foundation.errors import UserError
 
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
@@ -131,3 +131,29 @@ def test_a_sweep_point_error_names_the_point_not_set(tmp_path):
     assert raised.value.message == (
         f"sweep key cell.ues.7.backhaul_delay_ms: cell.ues.7 is not an index of {path} (sweep p = 'bad')"
     )
+
+
+def test_an_arm_states_the_discipline_of_every_ue_and_ecn_follows_marking_unless_set():
+    arms = (
+        "arms=[{name='cubic'}, {name='codel', queue_discipline={kind='codel', target_ms=5, interval_ms=100}},"
+        " {name='mark', queue_discipline={kind='mark', threshold_ms=15, ack_ece=true}},"
+        " {name='codel-noecn', queue_discipline={kind='codel'}, ecn=false}]"
+    )
+    scenario, _ = load_scenario(
+        SCENARIOS / "demo.toml",
+        [arms, "cell.ues=[{trace={generator='constant', rate_mbps=5}}, {trace={generator='constant', rate_mbps=5}}]"],
+    )
+    mark = scenario.arms[2]
+    kinds = {arm.name: [ue.queue_discipline.kind for ue in arm_cell(scenario.cell, arm).ues] for arm in scenario.arms}
+    assert kinds == {
+        "cubic": ["tail_drop", "tail_drop"],
+        "codel": ["codel", "codel"],
+        "mark": ["mark", "mark"],
+        "codel-noecn": ["codel", "codel"],
+    }
+    assert [arm_ecn(scenario.cell, arm) for arm in scenario.arms] == [False, True, True, False]
+    assert arm_cell(scenario.cell, mark).ues[1].queue_discipline.ack_ece is True
+    assert [ue.queue_discipline.kind for ue in scenario.cell.ues] == ["tail_drop", "tail_drop"]  # the cell's own
+    # a UE's own discipline in the cell file: an arm that states none keeps it, and negotiates ECN
+    scenario, _ = load_scenario(SCENARIOS / "demo.toml", ["cell.ues.0.queue_discipline={kind='codel'}"])
+    assert all(arm_ecn(scenario.cell, arm) for arm in scenario.arms if arm.queue_discipline is None)

@@ -44,7 +44,17 @@ from rnf_telemetry.record import Recorder
 
 from rnf_experiments import netstat
 from rnf_experiments.cells import Cell, open_cell
-from rnf_experiments.scenario import Arm, Scenario, Traffic, Variant, WebTraffic, expand, proxy_config
+from rnf_experiments.scenario import (
+    Arm,
+    Scenario,
+    Traffic,
+    Variant,
+    WebTraffic,
+    arm_cell,
+    arm_ecn,
+    expand,
+    proxy_config,
+)
 
 TRAFFIC_PORT = 5201
 SETTLE_S = 0.5
@@ -110,6 +120,8 @@ class ArmContext:
             "controller": (self.arm.controller or {}).get("kind", ""),
             "controller_config": self.arm.controller,  # the analysis's queue reference (analysis.Reference)
             "cc": self.arm.cc,
+            "queue_discipline": discipline.model_dump() if (discipline := self.arm.queue_discipline) else None,
+            "ecn": arm_ecn(self.scenario.cell, self.arm),
             "repetition": self.repetition,
             "sweep": None
             if self.variant.parameter is None
@@ -142,6 +154,20 @@ async def _start_server(cell: Cell) -> asyncio.subprocess.Process:
         error = (await process.stderr.read()).decode(errors="replace").strip() if process.stderr else ""
         raise UserError(f"the traffic server did not start in {cell.names.server}: {error or 'no message'}")
     return process
+
+
+async def set_ecn(namespaces: list[str], on: bool) -> None:
+    """`net.ipv4.tcp_ecn` in each namespace (it is per namespace): 1 requests and accepts ECN, 0 neither. The UE
+    requests it (its client connects), the server or the proxy in the core accepts it and sends ECT."""
+    for namespace in namespaces:
+        process = await asyncio.create_subprocess_exec(
+            "ip", "netns", "exec", namespace, "sysctl", "-q", "-w", f"net.ipv4.tcp_ecn={int(on)}",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, error = await process.communicate()
+        if process.returncode != 0:
+            raise UserError(f"cannot set net.ipv4.tcp_ecn in {namespace}: {error.decode(errors='replace').strip()}")
 
 
 async def _record_progress(process: asyncio.subprocess.Process, flow: str, ue: int, recorder: Recorder) -> None:
@@ -221,9 +247,12 @@ async def run_arm(context: ArmContext) -> RecorderStats | None:
         "cell_kind": context.scenario.cell.kind,
     } | ({} if context.variant.parameter is None else {"sweep": context.variant.label})
     recorder = recorder_from_url(context.influx_url, context.directory, tags, source="run")
-    cell = open_cell(context.scenario.cell, context.directory, recorder, context.scenario.seed + context.repetition)
+    spec = arm_cell(context.scenario.cell, context.arm)
+    cell = open_cell(spec, context.directory, recorder, context.scenario.seed + context.repetition)
     try:
         async with cell:
+            ues = [cell.names.ue(ue) for ue in range(len(spec.ues))]
+            await set_ecn([cell.names.server, cell.names.core, *ues], arm_ecn(context.scenario.cell, context.arm))
             server = await _start_server(cell)
             try:
                 await asyncio.sleep(SETTLE_S)

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 from rnf_cell import traces
-from rnf_cell.config import TraceFile
+from rnf_cell.config import QueueDiscipline, TailDrop, TraceFile
 from rnf_foundation.config import Strict, format_validation_error, read_toml, resolve_paths
 from rnf_foundation.errors import UserError
 from rnf_foundation.numbers import Seed
@@ -106,6 +106,11 @@ class Arm(Strict):
     `e2e`: end-to-end TCP, the server's congestion control `cc`, no proxy. `proxy`: the split proxy in the core
     with `controller` (a controller table of proxy/README.md, e.g. `{ kind = "smvs" }`) and any further proxy
     settings in `proxy`; `cc` is then the server's algorithm on the wired side.
+
+    `queue_discipline` (virtual cell only): the RLC queue discipline of every UE of the cell for this arm, as a
+    UE's `queue_discipline` (virtual-cell/README.md); unset, each UE keeps the cell file's. `ecn`: TCP negotiates
+    ECN (`net.ipv4.tcp_ecn` 1 in the server's, the core's and the UEs' namespaces, else 0); unset, on exactly when
+    the arm's cell can mark (a discipline other than `tail_drop` on some UE).
     """
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
@@ -113,6 +118,8 @@ class Arm(Strict):
     cc: Literal["cubic", "bbr", "reno"] = "cubic"
     controller: dict[str, Any] | None = None
     proxy: dict[str, Any] = Field(default_factory=dict)
+    queue_discipline: QueueDiscipline | None = None
+    ecn: bool | None = None
 
     @model_validator(mode="after")
     def _proxy_fields(self) -> Arm:
@@ -172,7 +179,42 @@ class Scenario(Strict):
                     raise ValueError(f"traffic[{index}].ues: UE {ue} is not one of the cell's {len(self.cell.ues)}")
             if traffic.start_s >= self.duration_s:
                 raise ValueError(f"traffic[{index}].start_s: {traffic.start_s} s is not before duration_s")
+        for index, arm in enumerate(self.arms):
+            if arm.queue_discipline is not None and not isinstance(self.cell, VirtualCellSpec):
+                raise ValueError(
+                    f"arms[{index}].queue_discipline: the {self.cell.kind} cell has no queue discipline to set "
+                    "(srsenb's RLC queue drops at its tail only); the virtual cell has"
+                )
+            if arm.ecn and not arm_marks(self.cell, arm):
+                why = (
+                    "no UE has a queue discipline other than tail_drop"
+                    if isinstance(self.cell, VirtualCellSpec)
+                    else "srsenb has no queue discipline"
+                )
+                raise ValueError(
+                    f"arms[{index}].ecn: the arm's {self.cell.kind} cell cannot mark ({why}), so ECN would never "
+                    "signal; set a marking queue_discipline or leave ecn unset"
+                )
         return self
+
+
+def arm_cell(cell: CellSpec, arm: Arm) -> CellSpec:
+    """The cell as `arm` runs it: its queue discipline, if it states one, on every UE."""
+    if arm.queue_discipline is None or not isinstance(cell, VirtualCellSpec):
+        return cell
+    ues = [ue.model_copy(update={"queue_discipline": arm.queue_discipline}) for ue in cell.ues]
+    return cell.model_copy(update={"ues": ues})
+
+
+def arm_marks(cell: CellSpec, arm: Arm) -> bool:
+    """Whether some UE of the arm's cell has a discipline that can mark CE or set ECE (codel, mark)."""
+    cell = arm_cell(cell, arm)
+    return isinstance(cell, VirtualCellSpec) and any(not isinstance(ue.queue_discipline, TailDrop) for ue in cell.ues)
+
+
+def arm_ecn(cell: CellSpec, arm: Arm) -> bool:
+    """Whether TCP negotiates ECN in the arm's run: as it states, else where its cell can mark."""
+    return arm_marks(cell, arm) if arm.ecn is None else arm.ecn
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
