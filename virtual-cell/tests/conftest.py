@@ -17,10 +17,10 @@ def unique_prefix() -> str:
     return "c" + uuid.uuid4().hex[:6]
 
 
-def read_tun_rx_bytes(namespace: str, device: str = "tun_srsue") -> int:
-    """The UE kernel's own count of bytes received on its TUN: independent of the cell's counters."""
+def read_interface_counter(namespace: str, device: str, counter: str) -> int:
+    """A kernel's own count for one of its interfaces (`rx_bytes`, `tx_packets`...): independent of the cell's."""
     result = subprocess.run(
-        ["ip", "netns", "exec", namespace, "cat", f"/sys/class/net/{device}/statistics/rx_bytes"],
+        ["ip", "netns", "exec", namespace, "cat", f"/sys/class/net/{device}/statistics/{counter}"],
         capture_output=True,
         text=True,
         check=True,
@@ -28,9 +28,19 @@ def read_tun_rx_bytes(namespace: str, device: str = "tun_srsue") -> int:
     return int(result.stdout)
 
 
+def read_tun_rx_bytes(namespace: str, device: str = "tun_srsue") -> int:
+    """The UE kernel's own count of bytes received on its TUN."""
+    return read_interface_counter(namespace, device, "rx_bytes")
+
+
 @pytest.fixture
 def tun_rx_bytes():
     return read_tun_rx_bytes
+
+
+@pytest.fixture
+def interface_counter():
+    return read_interface_counter
 
 
 @pytest.fixture

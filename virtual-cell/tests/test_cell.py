@@ -15,7 +15,7 @@ import pytest
 from rnf_cell import traces
 from rnf_cell.cell import VirtualCell
 from rnf_cell.config import parse_cell
-from rnf_cell.topology import leftovers
+from rnf_cell.topology import SGI_IFNAME, UE_IFNAME, leftovers
 from rnf_telemetry.record import NullRecorder
 from rnf_telemetry.transport import Subscriber
 
@@ -265,3 +265,54 @@ def test_user_errors_are_one_line_not_tracebacks(cell_data, tmp_path):
         result = subprocess.run(rnf("cell", str(tmp_path / "busy.toml")), capture_output=True, text=True)
     assert result.returncode == 2 and f"cannot bind telemetry publisher to tcp://127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_ack_regulator_keeps_a_download_under_the_queue_limit_through_a_rate_step(
+    cell_data, tmp_path, interface_counter, tun_rx_bytes
+):
+    # CUBIC with ECN downloads for 8 s over 20 Mbit/s that falls to 2 Mbit/s at 4 s, into a 150 kB RLC queue; path
+    # round trip 40 ms (10 ms backhaul, 10 ms uplink, 5 ms wired each way): 100 kB in flight at 20 Mbit/s, so slow
+    # start overshoots the queue, and after the step the 10x lower rate must drain what is queued and on its way.
+    # Without the regulator the queue overflows; with it, never, and every ACK the UE sent reaches the core.
+    trace = tmp_path / "step.csv"
+    trace.write_text("time_s,rate_mbps\n0,20\n4,2\n60,2\n")
+    cell_data["ues"][0].update(trace={"file": str(trace)}, queue_limit_bytes=150_000)
+
+    def download(regulated: bool) -> tuple[list, int, int]:
+        ue = dict(cell_data["ues"][0], ack_regulator={} if regulated else None)
+        prefix = cell_data["namespace_prefix"] + ("r" if regulated else "p")
+        config = parse_cell(dict(cell_data, namespace_prefix=prefix, ues=[ue]), "test")
+        reports: list = []
+        folder = tmp_path / prefix
+        folder.mkdir()
+
+        async def scenario() -> tuple[int, int]:
+            cell = VirtualCell(config, folder, NullRecorder())
+            async with cell:
+                original = cell._record
+                cell._record = lambda report, message: (reports.append(report), original(report, message))  # type: ignore[method-assign]
+                for namespace in (cell.names.ue(0), cell.names.server):
+                    subprocess.run(["ip", "netns", "exec", namespace, "sysctl", "-qw", "net.ipv4.tcp_ecn=1"], check=True)
+                client = await iperf_download(cell, 8)
+                assert await client.wait() == 0, (await client.stderr.read()).decode()
+                # the connections' last packets: up to a round trip and a hold later; 2 s covers both many times
+                for _ in range(20):
+                    await asyncio.sleep(0.1)
+                    sent = interface_counter(cell.names.ue(0), UE_IFNAME, "tx_packets")
+                    received = interface_counter(cell.names.core, SGI_IFNAME, "rx_packets")
+                    if sent == received:
+                        break
+                return sent, received
+
+        return reports, *asyncio.run(scenario())
+
+    plain, _, _ = download(regulated=False)
+    assert sum(r.dropped_sdus for r in plain) > 0, "the scenario does not overflow the queue: it tests nothing"
+    regulated, sent, received = download(regulated=True)
+    drops = sum(r.dropped_sdus for r in regulated)
+    longest = max(r.queue_new_bytes + r.queue_retx_bytes for r in regulated)
+    assert drops == 0 and longest < 150_000, f"{drops} RLC drops, queue up to {longest} B"
+    assert sent == received, f"the UE sent {sent} packets, {received} reached the core"
+    delivered, capacity = (sum(getattr(r, key) for r in regulated) for key in ("delivered_bytes", "capacity_bytes"))
+    assert delivered >= 0.85 * capacity, f"delivered {delivered} of {capacity} B: the regulator starves the link"
+    assert sum(r.ece_marked_acks for r in regulated) > 0, "the sender's window was not bounded by ECE"

@@ -95,3 +95,39 @@ def test_bad_queue_disciplines_name_the_field(discipline, message):
     with pytest.raises(UserError) as raised:
         parse_cell({"ues": [{"trace": CONSTANT, "queue_discipline": discipline}]}, "cell.toml")
     assert message in raised.value.message
+
+
+def test_an_ack_regulator_reaches_the_datapath_in_microseconds_and_only_where_configured(tmp_path):
+    ues = [
+        {"trace": CONSTANT},
+        {"trace": CONSTANT, "ack_regulator": {}},
+        {"trace": CONSTANT, "ack_regulator": {"headroom_bytes": 5000, "max_hold_rtts": 2.5, "initial_rtt_ms": 40}},
+    ]
+    config = parse_cell({"ues": ues}, "cell.toml")
+    traces = [tmp_path / f"ue{i + 1}.cap" for i in range(len(ues))]
+    data = datapath_config(config, Names("rnf", len(ues)), traces, None, None)
+    assert [ue.get("ack_regulator") for ue in data["ues"]] == [
+        None,
+        {"max_hold_rtts": 1.0, "initial_rtt_us": 100_000},
+        {"max_hold_rtts": 2.5, "initial_rtt_us": 40_000, "headroom_bytes": 5000},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ue", "message"),
+    [
+        ({"ack_regulator": {"headroom_bytes": 300_000}}, "ues[0]: ack_regulator.headroom_bytes must be below"),
+        ({"ack_regulator": {"headroom_bytes": -1}}, "ues[0].ack_regulator.headroom_bytes: Input should be greater"),
+        ({"ack_regulator": {"max_hold_rtts": 0}}, "ues[0].ack_regulator.max_hold_rtts: Input should be greater"),
+        ({"ack_regulator": {"initial_rtt_ms": float("inf")}}, "ues[0].ack_regulator.initial_rtt_ms: Input should"),
+        ({"ack_regulator": {"target_ms": 5}}, "ues[0].ack_regulator.target_ms: Extra inputs"),
+        (
+            {"ack_regulator": {}, "queue_limit_bytes": 0, "queue_limit_sdus": 100},
+            "ues[0]: ack_regulator needs queue_limit_bytes",
+        ),
+    ],
+)
+def test_bad_ack_regulators_name_the_field(ue, message):
+    with pytest.raises(UserError) as raised:
+        parse_cell({"ues": [{"trace": CONSTANT, **ue}]}, "cell.toml")
+    assert message in raised.value.message, raised.value.message

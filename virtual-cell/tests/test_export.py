@@ -40,6 +40,9 @@ def report(**changes) -> UeReport:
         aqm_dropped_sdus=0,
         aqm_dropped_bytes=0,
         ece_marked_acks=0,
+        held_acks=0,
+        held_ack_ttis=0,
+        forced_acks=0,
     )
     return UeReport(**(values | changes))
 

@@ -2,8 +2,10 @@
 //!
 //! Pure: SDUs come in through `enqueue`, `run_tti` runs the next TTI and hands out the SDUs delivered in
 //! it, `take_reports` closes a report period, and the UEs' uplink packets pass `uplink` (where a queue discipline
-//! may set ECE on them). The TTI index is the clock.
+//! may set ECE on them) and, as they reach the base station, `regulate` (where an ACK Regulator may hold TCP ACKs,
+//! ackreg.rs, released by later TTIs through `take_released`). The TTI index is the clock.
 
+use crate::ackreg::{self, AckRegulator};
 use crate::aqm::Policy;
 use crate::config::SchedulerKind;
 use crate::report::{Counters, UeReport};
@@ -21,6 +23,8 @@ pub struct UeParams {
     pub harq_bler: f64,
     /// TTIs between a failed transport block and its retransmission becoming eligible (at least 1).
     pub harq_rtt_ttis: u64,
+    /// The ACK Regulator on the UE's uplink ACKs, if any.
+    pub ack_regulator: Option<ackreg::Params>,
 }
 
 /// An SDU written to UE `ue`'s TUN.
@@ -45,6 +49,7 @@ struct Ue {
     harq_rtt_ttis: u64,
     rng: SplitMix64,
     counters: Counters,
+    regulator: Option<AckRegulator>,
 }
 
 #[derive(Debug)]
@@ -60,6 +65,7 @@ pub struct Cell {
     backlog: Vec<u64>,
     allocation: Vec<Allocation>,
     delivered: Vec<Sdu>,
+    released: Vec<Vec<u8>>,
 }
 
 impl Cell {
@@ -82,6 +88,7 @@ impl Cell {
                 // One independent stream per UE.
                 rng: SplitMix64::new(seed ^ (i as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)),
                 counters: Counters::default(),
+                regulator: p.ack_regulator.map(AckRegulator::new),
             })
             .collect();
         Cell {
@@ -95,6 +102,7 @@ impl Cell {
             backlog: vec![0; n],
             allocation: vec![Allocation::default(); n],
             delivered: Vec::new(),
+            released: Vec::new(),
         }
     }
 
@@ -112,6 +120,9 @@ impl Cell {
     pub fn enqueue(&mut self, ue: usize, sdu: Sdu) -> Result<(), Sdu> {
         let state = &mut self.ues[ue];
         let len = sdu.data.len() as u64;
+        if let Some(regulator) = &mut state.regulator {
+            regulator.arrived(&sdu.data);
+        }
         match state.rlc.offer(sdu) {
             Ok(()) => {
                 state.counters.arrived_sdus += 1;
@@ -132,6 +143,20 @@ impl Cell {
         if state.rlc.uplink(packet) {
             state.counters.ece_marked_acks += 1;
         }
+    }
+
+    /// An uplink packet of UE `ue` reaches the base station: appended to `out` to go on, or held by the UE's ACK
+    /// Regulator (with those it releases now).
+    pub fn regulate(&mut self, ue: usize, packet: Vec<u8>, out: &mut Vec<Vec<u8>>) {
+        match &mut self.ues[ue].regulator {
+            Some(regulator) => regulator.offer(packet, out),
+            None => out.push(packet),
+        }
+    }
+
+    /// The uplink packets the ACK Regulators released in the TTIs run since the last call.
+    pub fn take_released(&mut self, out: &mut Vec<Vec<u8>>) {
+        out.append(&mut self.released);
     }
 
     /// Runs the next TTI; SDUs completed in it are appended to `out` in delivery order. Returns the report
@@ -175,6 +200,15 @@ impl Cell {
         }
         for ue in &mut self.ues {
             ue.rlc.end_tti();
+            if let Some(regulator) = &mut ue.regulator {
+                let queue = ue.rlc.new_bytes() + ue.rlc.retx_bytes();
+                regulator.end_tti(tti, queue, &mut self.released);
+                let counts = regulator.take_counts();
+                ue.counters.held_acks += counts.held_acks;
+                ue.counters.held_ack_ttis += counts.held_ttis;
+                ue.counters.forced_acks += counts.forced_acks;
+                ue.counters.ece_marked_acks += counts.ece_acks;
+            }
             let (sdus, bytes) = ue.rlc.take_discarded();
             ue.counters.discarded_sdus += sdus;
             ue.counters.discarded_bytes += bytes;
@@ -251,6 +285,7 @@ mod tests {
             policy: Policy::TailDrop,
             harq_bler: 0.0,
             harq_rtt_ttis: 8,
+            ack_regulator: None,
         }
     }
 

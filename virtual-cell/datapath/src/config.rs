@@ -24,6 +24,12 @@ const CODEL_INTERVAL_US: u64 = 100_000;
 const MARK_THRESHOLD_US: u64 = 15_000;
 /// Longest target, interval or threshold: 60 s, as the Python side's delays.
 const DISCIPLINE_TIME_MAX_US: u64 = 60_000_000;
+/// The ACK Regulator's defaults (ackreg.rs): a tenth of the queue's limit kept free for the forecast's errors; an
+/// ACK held at most one round trip; 100 ms for the round trip until one is measured (a wired path's 20-60 ms plus
+/// the backhaul, rounded up: overestimated, the regulator only holds more, it never overflows for it).
+const ACK_REGULATOR_HEADROOM: f64 = 0.1;
+const ACK_REGULATOR_MAX_HOLD_RTTS: f64 = 1.0;
+const ACK_REGULATOR_INITIAL_RTT_US: u64 = 100_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -90,6 +96,46 @@ pub struct UeConfig {
     /// The RLC queue's discipline (aqm.rs); tail drop when absent.
     #[serde(default)]
     pub queue_discipline: QueueDisciplineConfig,
+    /// The ACK Regulator on the UE's uplink ACKs (ackreg.rs); none when absent.
+    #[serde(default)]
+    pub ack_regulator: Option<AckRegulatorConfig>,
+}
+
+/// `{}` for the defaults, or any of the parameters.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AckRegulatorConfig {
+    pub headroom_bytes: Option<u64>,
+    pub max_hold_rtts: Option<f64>,
+    pub initial_rtt_us: Option<u64>,
+}
+
+impl AckRegulatorConfig {
+    /// The parameters for a queue of `limit_bytes` (0: none) at `tti_us`, or an error naming `field.parameter`.
+    pub fn resolve(&self, field: &str, limit_bytes: u64, tti_us: u64) -> Result<crate::ackreg::Params, String> {
+        if limit_bytes == 0 {
+            return Err(format!("{field}: needs the UE's queue_limit_bytes, the limit it keeps the queue under"));
+        }
+        let headroom = self.headroom_bytes.unwrap_or((limit_bytes as f64 * ACK_REGULATOR_HEADROOM) as u64);
+        if headroom >= limit_bytes {
+            return Err(format!(
+                "{field}.headroom_bytes: must be below queue_limit_bytes ({limit_bytes}), got {headroom}"
+            ));
+        }
+        let max_hold = self.max_hold_rtts.unwrap_or(ACK_REGULATOR_MAX_HOLD_RTTS);
+        if !(max_hold > 0.0 && max_hold <= 100.0) {
+            return Err(format!("{field}.max_hold_rtts: must be above 0 and at most 100, got {max_hold}"));
+        }
+        let rtt = self.initial_rtt_us.unwrap_or(ACK_REGULATOR_INITIAL_RTT_US);
+        at_least(&format!("{field}.initial_rtt_us"), rtt, 1)?;
+        at_most(&format!("{field}.initial_rtt_us"), rtt, DISCIPLINE_TIME_MAX_US)?;
+        Ok(crate::ackreg::Params {
+            limit_bytes,
+            headroom_bytes: headroom,
+            max_hold_rtts: max_hold,
+            initial_rtt_ttis: rtt.div_ceil(tti_us),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -250,6 +296,9 @@ impl Config {
             }
             at_most(&field("uplink_sr_period_us"), ue.uplink_sr_period_us, 1_000_000)?;
             ue.queue_discipline.resolve(&field("queue_discipline"))?;
+            if let Some(regulator) = &ue.ack_regulator {
+                regulator.resolve(&field("ack_regulator"), ue.queue_limit_bytes, self.tti_us)?;
+            }
         }
         Ok(())
     }
@@ -413,6 +462,44 @@ mod tests {
         value["core"]["ifname"] = serde_json::json!("a_very_long_ifname");
         let error = parse(&value).unwrap_err();
         assert!(error.starts_with("core.ifname: \"a_very_long_ifname\" is not a Linux interface name"), "{error}");
+    }
+
+    #[test]
+    fn an_ack_regulator_takes_its_defaults_from_the_queue_limit_and_names_bad_fields() {
+        let mut value = example();
+        value["ues"][0]["ack_regulator"] = serde_json::json!({});
+        let config = parse(&value).unwrap();
+        let regulator = config.ues[0].ack_regulator.as_ref().unwrap();
+        let params = regulator.resolve("r", 300_000, 1000).unwrap();
+        // a tenth of the 300000-byte limit; one round trip; 100 ms at 1 ms TTIs
+        assert_eq!(
+            params,
+            crate::ackreg::Params {
+                limit_bytes: 300_000,
+                headroom_bytes: 30_000,
+                max_hold_rtts: 1.0,
+                initial_rtt_ttis: 100
+            }
+        );
+        let r = "ues[0].ack_regulator";
+        for (bad, expected) in [
+            (
+                serde_json::json!({"headroom_bytes": 300_000}),
+                format!("{r}.headroom_bytes: must be below queue_limit_bytes (300000), got 300000"),
+            ),
+            (
+                serde_json::json!({"max_hold_rtts": 0.0}),
+                format!("{r}.max_hold_rtts: must be above 0 and at most 100, got 0"),
+            ),
+            (serde_json::json!({"initial_rtt_us": 0}), format!("{r}.initial_rtt_us: must be at least 1, got 0")),
+        ] {
+            value["ues"][0]["ack_regulator"] = bad;
+            assert_eq!(parse(&value).unwrap_err(), expected);
+        }
+        value["ues"][0]["ack_regulator"] = serde_json::json!({});
+        value["ues"][0]["queue_limit_bytes"] = serde_json::json!(0);
+        let error = parse(&value).unwrap_err();
+        assert!(error.starts_with(&format!("{r}: needs the UE's queue_limit_bytes")), "{error}");
     }
 
     #[test]

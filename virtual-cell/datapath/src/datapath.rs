@@ -73,6 +73,14 @@ pub fn run(config_path: &Path) -> Result<(), String> {
             policy: Policy::new(discipline, config.tti_us * 1000),
             harq_bler: ue.harq_bler,
             harq_rtt_ttis: ue.harq_rtt_us.div_ceil(config.tti_us).max(1),
+            ack_regulator: match &ue.ack_regulator {
+                Some(regulator) => Some(
+                    regulator
+                        .resolve(&format!("ues[{i}].ack_regulator"), ue.queue_limit_bytes, config.tti_us)
+                        .map_err(|e| format!("{file}: {e}"))?,
+                ),
+                None => None,
+            },
         });
     }
     let devices = Devices::open(&config).map_err(|e| format!("{file}: {e}"))?;
@@ -252,6 +260,8 @@ struct Datapath {
     scratch: Vec<u8>,
     receive: ReceiveBatch,
     outgoing: Vec<Vec<u8>>,
+    /// Uplink packets on their way to the core, in the order they go.
+    passed: Vec<Vec<u8>>,
     iovecs: Vec<[libc::iovec; 2]>,
     headers: Vec<libc::mmsghdr>,
     deliveries: Vec<Delivery>,
@@ -315,6 +325,7 @@ impl Datapath {
             scratch: vec![0; 65536],
             receive: ReceiveBatch::new(READ_BUDGET),
             outgoing: Vec::with_capacity(RELEASE_BUDGET),
+            passed: Vec::new(),
             iovecs: Vec::with_capacity(RELEASE_BUDGET),
             headers: Vec::with_capacity(RELEASE_BUDGET),
             deliveries: Vec::new(),
@@ -380,6 +391,7 @@ impl Datapath {
             self.release_wired(true);
             self.release_wired(false);
             self.run_due_ttis();
+            self.release_uplink(); // what the TTIs' ACK Regulators released
             self.send_log();
         }
         Ok(())
@@ -538,17 +550,23 @@ impl Datapath {
         }
     }
 
+    /// Uplink packets whose delay is over reach the base station (and its ACK Regulator, if any), then the core;
+    /// with them, the ACKs the regulators released in the TTIs just run.
     fn release_uplink(&mut self) {
         let now = monotonic_ns();
         let fd = self.devices.sgi.fd();
-        for line in &mut self.uplink {
+        self.cell.take_released(&mut self.passed);
+        for (ue, line) in self.uplink.iter_mut().enumerate() {
             for _ in 0..RELEASE_BUDGET {
                 let Some(packet) = line.pop_due(now) else { break };
-                if write_packet(fd, &packet).is_err() {
-                    self.stats.send_errors += 1;
-                }
-                self.pool.give(packet);
+                self.cell.regulate(ue, packet, &mut self.passed);
             }
+        }
+        for packet in self.passed.drain(..) {
+            if write_packet(fd, &packet).is_err() {
+                self.stats.send_errors += 1;
+            }
+            self.pool.give(packet);
         }
     }
 

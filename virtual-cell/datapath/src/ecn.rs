@@ -24,7 +24,7 @@ pub struct Flow {
 }
 
 /// The header length of an IPv4 packet whose whole header is present.
-fn ipv4_header_len(packet: &[u8]) -> Option<usize> {
+pub(crate) fn ipv4_header_len(packet: &[u8]) -> Option<usize> {
     let first = *packet.first()?;
     let len = usize::from(first & 0x0f) * 4;
     (first >> 4 == 4 && len >= 20 && packet.len() >= len).then_some(len)
@@ -49,7 +49,7 @@ pub fn mark_ce(packet: &mut [u8]) -> bool {
 }
 
 /// The offset of the TCP header of an IPv4 TCP packet that carries one whole (not a later fragment).
-fn tcp_offset(packet: &[u8]) -> Option<usize> {
+pub(crate) fn tcp_offset(packet: &[u8]) -> Option<usize> {
     let ihl = ipv4_header_len(packet)?;
     let fragment_offset = u16::from_be_bytes([packet[6], packet[7]]) & 0x1fff;
     (packet[9] == PROTOCOL_TCP && fragment_offset == 0 && packet.len() >= ihl + TCP_HEADER_MIN).then_some(ihl)

@@ -4,6 +4,7 @@
 //! link, reports) take time as an argument and are unit-tested; `io` holds the system calls and `datapath` the event loop
 //! that joins them.
 
+pub mod ackreg;
 pub mod aqm;
 pub mod cell;
 pub mod clock;

@@ -27,8 +27,13 @@ pub struct Counters {
     /// SDUs the queue discipline dropped (codel), apart from tail drops and discards.
     pub aqm_dropped_sdus: u64,
     pub aqm_dropped_bytes: u64,
-    /// Uplink TCP ACKs the queue discipline set ECE on (mark with ack_ece).
+    /// Uplink TCP ACKs given ECE: by the queue discipline (mark with ack_ece) or the ACK Regulator.
     pub ece_marked_acks: u64,
+    /// Uplink TCP ACKs the ACK Regulator held for at least one TTI, the TTIs (ms at 1 ms TTIs) they waited in
+    /// all, and those it released because they had waited its longest hold (ackreg.rs).
+    pub held_acks: u64,
+    pub held_ack_ttis: u64,
+    pub forced_acks: u64,
 }
 
 /// A `ue` line.
@@ -196,7 +201,8 @@ mod tests {
              \"capacity_bytes\":0,\"granted_capacity_bytes\":0,\"backlogged_capacity_bytes\":0,\"backlogged_ttis\":0,\
              \"arrived_bytes\":0,\"arrived_sdus\":0,\"delivered_bytes\":0,\"delivered_sdus\":0,\
              \"dropped_sdus\":0,\"dropped_bytes\":0,\"outage_ttis\":0,\"discarded_sdus\":0,\"discarded_bytes\":0,\
-             \"ce_marked_sdus\":0,\"aqm_dropped_sdus\":0,\"aqm_dropped_bytes\":0,\"ece_marked_acks\":0}"
+             \"ce_marked_sdus\":0,\"aqm_dropped_sdus\":0,\"aqm_dropped_bytes\":0,\"ece_marked_acks\":0,\
+             \"held_acks\":0,\"held_ack_ttis\":0,\"forced_acks\":0}"
         );
     }
 

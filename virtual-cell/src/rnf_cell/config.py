@@ -161,6 +161,16 @@ QueueDiscipline = Annotated[
 DISCIPLINE_TAGS = ("tail_drop", "codel", "mark")
 
 
+class AckRegulator(Strict):
+    """Paper 003's ACK Regulator at the base station (datapath/src/ackreg.rs): holds the UE's uplink TCP ACKs while
+    the data they would clock out, forecast one measured round trip ahead, would overflow the RLC queue less
+    `headroom_bytes` (default a tenth of `queue_limit_bytes`); an ACK waits at most `max_hold_rtts` round trips."""
+
+    headroom_bytes: int | None = Field(default=None, ge=0)
+    max_hold_rtts: float = Field(default=1.0, gt=0, le=100, allow_inf_nan=False)
+    initial_rtt_ms: float = Field(default=100.0, ge=0.001, le=MAX_DELAY_MS, allow_inf_nan=False)
+
+
 class UeConfig(Strict):
     trace: TraceSpec
     ip: ipaddress.IPv4Address | None = None
@@ -175,12 +185,27 @@ class UeConfig(Strict):
     harq_rtt_ms: float = Field(default=8.0, gt=0, le=MAX_DELAY_MS)
     discard_timer_ms: float = Field(default=0.0, ge=0, le=MAX_DELAY_MS, allow_inf_nan=False)
     queue_discipline: QueueDiscipline = TailDrop(kind="tail_drop")
+    ack_regulator: AckRegulator | None = None
     outages: tuple[Outage, ...] = ()
 
     @model_validator(mode="after")
     def _has_a_limit(self) -> UeConfig:
         if self.queue_limit_bytes == 0 and self.queue_limit_sdus == 0:
             raise ValueError("the RLC queue needs a limit: set queue_limit_bytes or queue_limit_sdus")
+        return self
+
+    @model_validator(mode="after")
+    def _regulator_has_a_limit(self) -> UeConfig:
+        regulator = self.ack_regulator
+        if regulator is None:
+            return self
+        if self.queue_limit_bytes == 0:
+            raise ValueError("ack_regulator needs queue_limit_bytes, the limit it keeps the queue under")
+        if regulator.headroom_bytes is not None and regulator.headroom_bytes >= self.queue_limit_bytes:
+            raise ValueError(
+                f"ack_regulator.headroom_bytes must be below queue_limit_bytes ({self.queue_limit_bytes}),"
+                f" got {regulator.headroom_bytes}"
+            )
         return self
 
 

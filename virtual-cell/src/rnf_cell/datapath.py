@@ -13,7 +13,7 @@ from typing import Any
 
 from rnf_foundation.errors import UserError
 
-from rnf_cell.config import CellConfig, CoDel, Mark, QueueDiscipline, TailDrop
+from rnf_cell.config import AckRegulator, CellConfig, CoDel, Mark, QueueDiscipline, TailDrop
 from rnf_cell.topology import (
     SGI_IFNAME,
     UE_IFNAME,
@@ -70,6 +70,9 @@ class UeReport:
     aqm_dropped_sdus: int
     aqm_dropped_bytes: int
     ece_marked_acks: int
+    held_acks: int
+    held_ack_ttis: int
+    forced_acks: int
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> UeReport:
@@ -90,6 +93,17 @@ def queue_discipline(discipline: QueueDiscipline) -> dict[str, Any]:
             return {"kind": "mark", "threshold_us": threshold_us, "ack_ece": discipline.ack_ece}
         case TailDrop():
             return {"kind": "tail_drop"}
+
+
+def ack_regulator(regulator: AckRegulator) -> dict[str, Any]:
+    """A UE's `ack_regulator` as the datapath takes it, times in us."""
+    fields: dict[str, Any] = {
+        "max_hold_rtts": regulator.max_hold_rtts,
+        "initial_rtt_us": round(regulator.initial_rtt_ms * 1000),
+    }
+    if regulator.headroom_bytes is not None:
+        fields["headroom_bytes"] = regulator.headroom_bytes
+    return fields
 
 
 def datapath_config(
@@ -129,6 +143,7 @@ def datapath_config(
                 "harq_rtt_us": round(ue.harq_rtt_ms * 1000),
                 "discard_timer_us": round(ue.discard_timer_ms * 1000),
                 "queue_discipline": queue_discipline(ue.queue_discipline),
+                **({} if ue.ack_regulator is None else {"ack_regulator": ack_regulator(ue.ack_regulator)}),
             }
             for i, (ue, ip) in enumerate(zip(config.ues, config.ue_ips(), strict=True))
         ],

@@ -1,0 +1,607 @@
+//! The ACK Regulator of paper 003 (Chan and Ramjee, "TCP/IP performance over 3G wireless links with rate and
+//! delay variation", MobiCom 2002): at the base station, per UE, it holds the UE's uplink TCP ACKs and releases
+//! them toward the sender so that the data they will clock out neither overflows the UE's downlink (RLC) queue nor
+//! lets it run dry, without splitting the connection.
+//!
+//! What the paper gives: Sec. 4's model, in which a long-lived flow in congestion avoidance over a link of variable
+//! rate and delay loses throughput to multiple losses per window (p2, p3 of Eq. 19) caused by bursts of compressed
+//! ACKs, and the conclusion that a remedy must turn those into single losses; Sec. 5 names the regulator, placed at
+//! the node that holds the per-user queue, and its text stops there. What this module decided, and why:
+//!
+//! - **The release rule is a forecast of the queue.** An ACK that newly acknowledges `a` bytes lets a sender in
+//!   congestion avoidance send about `a` bytes, one in slow start `2a` (RFC 5681 3.1): the regulator budgets
+//!   `e = g * a` with `g = 2` until the flow's first congestion signal (a duplicate ACK or a SACK block: slow start
+//!   ends at the first loss on a drop-tail queue; or an ECE the regulator set) and `g = 1` after it. Those bytes reach the queue one round trip later
+//!   (eNB to sender to eNB, `rtt`). The head ACK is released when `q + f + e` stays at or under `limit - headroom`:
+//!   `q` queued now, `f` the budgets of the ACKs released within the last round trip (their data is on its way).
+//!   The queue's service over that round trip is not counted on: a forecast that did would keep the queue fuller,
+//!   but overflow whenever the rate falls within a round trip by more than the headroom (a 10x step does).
+//!   Counting none, the queue and what is on its way to it stay under the limit whatever the rate does, and the
+//!   link stays busy as long as the limit exceeds the bytes in flight upstream (the rate times the round trip):
+//!   the paper's buffer of one bandwidth-delay product.
+//! - **The round trip is measured, not configured**, passively, the way pping (Nichols) does it: the first release
+//!   of each TSval the UE's ACKs carry (RFC 7323) is remembered per flow, and the first data packet echoing it in
+//!   TSecr to reach the queue closes a sample; the estimate is the smallest sample of the last 10 s. Until the first
+//!   sample (or for flows without timestamps) `initial_rtt` stands in.
+//! - **A held ACK waits at most `max_hold`** (one round trip by default). Held ACKs do not stop a loss-based
+//!   sender's window from growing: without a congestion signal the window, and the ACKs held with it, would grow
+//!   without bound (the unbounded round trip the paper holds against withholding ACKs, its ref. [18]). An ACK that
+//!   has waited `max_hold` leaves whatever the forecast says; if its flow is ECN-capable (its data carries ECT,
+//!   RFC 3168) the regulator sets ECE on it, at most once per round trip, and the sender reduces its window
+//!   without a loss; otherwise the data it clocks out may overflow the queue: gently, at the pace the ACKs leave,
+//!   the single loss the paper's model prefers to the bursts of losses compressed ACKs cause.
+//! - **Every pure ACK waits its turn, duplicates too.** ACKs leave in the order they came (cumulative ACKs
+//!   reordered would read as duplicates). A duplicate ACK or one with SACK blocks ends the flow's slow start and is
+//!   budgeted one segment (what it lets out in recovery, RFC 6675); passing it ahead would acknowledge, at once,
+//!   everything held before it, the burst the regulator exists to prevent. Anything else (data, SYN, FIN, RST, not
+//!   TCP) passes at once, after the held ACKs of its flow.
+//!
+//! Time is the cell's TTI index (1 ms per TTI at the default `tti_us`).
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::ecn::{Flow, ipv4_header_len, tcp_offset};
+
+/// The round-trip estimate keeps the smallest sample of this many TTIs.
+const RTT_WINDOW_TTIS: u64 = 10_000;
+/// TSvals remembered per flow for RTT samples; older ones are forgotten.
+const TSVALS_REMEMBERED: usize = 256;
+/// What a duplicate ACK lets a sender in recovery send: one segment, bytes.
+const SEGMENT_BUDGET: u64 = 1448;
+
+const TCP_ACK: u8 = 0x10;
+const TCP_PSH: u8 = 0x08;
+const TCP_ECE_CWR: u8 = 0xc0;
+const OPTION_END: u8 = 0;
+const OPTION_NOP: u8 = 1;
+const OPTION_SACK: u8 = 5;
+const OPTION_TIMESTAMP: u8 = 8;
+
+/// The regulator's parameters, resolved (config.rs documents the defaults).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    /// The RLC queue's limit the forecast must stay under, bytes.
+    pub limit_bytes: u64,
+    /// Kept free below the limit for the forecast's errors (a rate that falls within a round trip), bytes.
+    pub headroom_bytes: u64,
+    /// The longest an ACK is held, in round trips.
+    pub max_hold_rtts: f64,
+    /// The round trip until one is measured, TTIs.
+    pub initial_rtt_ttis: u64,
+}
+
+/// The fields of a TCP segment the regulator reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub flags: u8,
+    pub seq: u32,
+    pub ack: u32,
+    pub payload_len: usize,
+    /// (TSval, TSecr) of the timestamp option.
+    pub timestamps: Option<(u32, u32)>,
+    pub sack: bool,
+}
+
+/// Parses an IPv4 TCP segment; None for anything else.
+pub fn segment(packet: &[u8]) -> Option<Segment> {
+    let tcp = tcp_offset(packet)?;
+    let ip_len = ipv4_header_len(packet)?;
+    let total = usize::from(u16::from_be_bytes([packet[2], packet[3]])).min(packet.len());
+    let data_offset = usize::from(packet[tcp + 12] >> 4) * 4;
+    if data_offset < 20 || tcp + data_offset > total {
+        return None;
+    }
+    let word = |at: usize| u32::from_be_bytes([packet[at], packet[at + 1], packet[at + 2], packet[at + 3]]);
+    let mut found = Segment {
+        flags: packet[tcp + 13],
+        seq: word(tcp + 4),
+        ack: word(tcp + 8),
+        payload_len: total - ip_len - data_offset,
+        timestamps: None,
+        sack: false,
+    };
+    let options = &packet[tcp + 20..tcp + data_offset];
+    let mut i = 0;
+    while i < options.len() {
+        match options[i] {
+            OPTION_END => break,
+            OPTION_NOP => i += 1,
+            kind => {
+                let Some(&len) = options.get(i + 1) else { break };
+                let len = usize::from(len);
+                if len < 2 || i + len > options.len() {
+                    break;
+                }
+                if kind == OPTION_TIMESTAMP && len == 10 {
+                    let at = tcp + 20 + i;
+                    found.timestamps = Some((word(at + 2), word(at + 6)));
+                } else if kind == OPTION_SACK {
+                    found.sack = true;
+                }
+                i += len;
+            }
+        }
+    }
+    Some(found)
+}
+
+/// A pure ACK: ACK set, no payload, no SYN, FIN, RST or URG (PSH, ECE and CWR do not matter).
+fn pure_ack(segment: &Segment) -> bool {
+    segment.flags & !(TCP_PSH | TCP_ECE_CWR) == TCP_ACK && segment.payload_len == 0
+}
+
+/// Whether sequence number `a` comes after `b`, modulo 2^32 (RFC 793 3.3).
+fn after(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+#[derive(Debug, Default)]
+struct FlowState {
+    /// The highest ACK number released (None before the first).
+    released_ack: Option<u32>,
+    /// The highest ACK number that arrived.
+    arrived_ack: Option<u32>,
+    /// Before the flow's first duplicate ACK or SACK block.
+    slow_start: bool,
+    /// The flow's data carries ECT: ECE reaches its sender as a congestion signal.
+    ecn: bool,
+    /// When the regulator last set ECE on one of the flow's ACKs.
+    last_ece_tti: Option<u64>,
+    /// (TSval, TTI of its first release), oldest first.
+    tsvals: VecDeque<(u32, u64)>,
+}
+
+#[derive(Debug)]
+struct Held {
+    packet: Vec<u8>,
+    flow: Flow,
+    ack: u32,
+    duplicate: bool,
+    tsval: Option<u32>,
+    since_tti: u64,
+}
+
+/// What the regulator did, for the cell's report counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// ACKs held for at least one TTI, counted at release.
+    pub held_acks: u64,
+    /// The TTIs they waited, in all.
+    pub held_ttis: u64,
+    /// ACKs released because they had waited `max_hold`.
+    pub forced_acks: u64,
+    /// Of those, the ACKs given ECE.
+    pub ece_acks: u64,
+}
+
+/// One UE's ACK Regulator.
+#[derive(Debug)]
+pub struct AckRegulator {
+    params: Params,
+    flows: HashMap<Flow, FlowState>,
+    held: VecDeque<Held>,
+    /// (TTI, budget) of the ACKs released within the last round trip.
+    in_flight: VecDeque<(u64, u64)>,
+    in_flight_bytes: u64,
+    /// The smallest RTT sample and the TTI it was taken.
+    rtt: Option<(u64, u64)>,
+    /// The queue at the end of the last TTI, for ACKs that arrive between TTIs.
+    queue_bytes: u64,
+    tti: u64,
+    counts: Counts,
+}
+
+impl AckRegulator {
+    pub fn new(params: Params) -> AckRegulator {
+        AckRegulator {
+            params,
+            flows: HashMap::new(),
+            held: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            in_flight_bytes: 0,
+            rtt: None,
+            queue_bytes: 0,
+            tti: 0,
+            counts: Counts::default(),
+        }
+    }
+
+    /// The round trip from a released ACK to the data it clocks out reaching the queue, TTIs (at least 1).
+    pub fn rtt_ttis(&self) -> u64 {
+        self.rtt.map_or(self.params.initial_rtt_ttis, |(rtt, _)| rtt).max(1)
+    }
+
+    /// ACKs held now.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Counts since the last call.
+    pub fn take_counts(&mut self) -> Counts {
+        std::mem::take(&mut self.counts)
+    }
+
+    /// An uplink packet reaches the base station: given back to pass now, or held (None).
+    pub fn offer(&mut self, packet: Vec<u8>, out: &mut Vec<Vec<u8>>) {
+        let Some((flow, segment)) = crate::ecn::acknowledging_flow(&packet).zip(segment(&packet)) else {
+            out.push(packet);
+            return;
+        };
+        let state = self.flows.entry(flow).or_insert_with(|| FlowState { slow_start: true, ..FlowState::default() });
+        if !pure_ack(&segment) {
+            self.release_flow(flow, out);
+            out.push(packet);
+            return;
+        }
+        let duplicate = state.arrived_ack.is_some_and(|last| !after(segment.ack, last)) || segment.sack;
+        if duplicate {
+            state.slow_start = false;
+        } else {
+            state.arrived_ack = Some(segment.ack);
+        }
+        let tsval = segment.timestamps.map(|(tsval, _)| tsval);
+        self.held.push_back(Held { packet, flow, ack: segment.ack, duplicate, tsval, since_tti: self.tti });
+        if self.held.len() == 1 {
+            self.release_due(out);
+        }
+    }
+
+    /// A downlink packet entered the UE's queue: its TSecr may close an RTT sample.
+    pub fn arrived(&mut self, packet: &[u8]) {
+        let Some(flow) = crate::ecn::downlink_flow(packet) else { return };
+        let Some(state) = self.flows.get_mut(&flow) else { return };
+        state.ecn |= crate::ecn::ecn_capable(packet);
+        let Some((_, tsecr)) = segment(packet).and_then(|s| s.timestamps) else { return };
+        while let Some(&(tsval, released)) = state.tsvals.front() {
+            if after(tsval, tsecr) {
+                break;
+            }
+            state.tsvals.pop_front();
+            if tsval == tsecr {
+                let sample = self.tti.saturating_sub(released).max(1);
+                let stale = self.rtt.is_none_or(|(_, taken)| self.tti >= taken + RTT_WINDOW_TTIS);
+                if stale || self.rtt.is_some_and(|(rtt, _)| sample <= rtt) {
+                    self.rtt = Some((sample, self.tti));
+                }
+                break;
+            }
+        }
+    }
+
+    /// A TTI ended with `queue_bytes` in the UE's queue: the ACKs the forecast allows, and those held `max_hold`,
+    /// are appended to `out`.
+    pub fn end_tti(&mut self, tti: u64, queue_bytes: u64, out: &mut Vec<Vec<u8>>) {
+        self.tti = tti + 1;
+        self.queue_bytes = queue_bytes;
+        let rtt = self.rtt_ttis();
+        while let Some(&(released, budget)) = self.in_flight.front() {
+            if released + rtt > self.tti {
+                break;
+            }
+            self.in_flight.pop_front();
+            self.in_flight_bytes -= budget;
+        }
+        self.release_due(out);
+    }
+
+    /// Releases held ACKs from the head while the forecast allows, or while the head has waited `max_hold`.
+    fn release_due(&mut self, out: &mut Vec<Vec<u8>>) {
+        let rtt = self.rtt_ttis();
+        let max_hold = (self.params.max_hold_rtts * rtt as f64).ceil() as u64;
+        let ceiling = self.params.limit_bytes.saturating_sub(self.params.headroom_bytes);
+        while let Some(head) = self.held.front() {
+            let budget = self.budget(head);
+            let forecast = self.queue_bytes + self.in_flight_bytes + budget;
+            let forced = self.tti >= head.since_tti + max_hold;
+            if forecast > ceiling && !forced {
+                break;
+            }
+            let mut head = self.held.pop_front().expect("the head was just seen");
+            if forecast > ceiling {
+                self.counts.forced_acks += 1;
+                let tti = self.tti;
+                let state = self.flows.get_mut(&head.flow).expect("a held ACK's flow is known");
+                if state.ecn
+                    && state.last_ece_tti.is_none_or(|last| tti >= last + rtt)
+                    && crate::ecn::set_ece(&mut head.packet)
+                {
+                    state.last_ece_tti = Some(tti);
+                    state.slow_start = false; // ECE sets the sender's ssthresh (RFC 3168 6.1.2)
+                    self.counts.ece_acks += 1;
+                }
+            }
+            self.release(head, budget, out);
+        }
+    }
+
+    /// Releases every held ACK of `flow`, ahead of a packet of that flow that passes.
+    fn release_flow(&mut self, flow: Flow, out: &mut Vec<Vec<u8>>) {
+        if !self.held.iter().any(|held| held.flow == flow) {
+            return;
+        }
+        let (mine, others): (VecDeque<Held>, VecDeque<Held>) =
+            std::mem::take(&mut self.held).into_iter().partition(|held| held.flow == flow);
+        self.held = others;
+        for held in mine {
+            let budget = self.budget(&held);
+            self.release(held, budget, out);
+        }
+    }
+
+    /// The bytes a held ACK is expected to clock out of its flow's sender.
+    fn budget(&self, held: &Held) -> u64 {
+        if held.duplicate {
+            return SEGMENT_BUDGET;
+        }
+        let Some(state) = self.flows.get(&held.flow) else { return 0 };
+        let acked = match state.released_ack {
+            Some(last) if after(held.ack, last) => u64::from(held.ack.wrapping_sub(last)),
+            Some(_) => 0,
+            None => 0, // the first ACK seen of a flow: what it acknowledges is not known
+        };
+        if state.slow_start { 2 * acked } else { acked }
+    }
+
+    fn release(&mut self, held: Held, budget: u64, out: &mut Vec<Vec<u8>>) {
+        let waited = self.tti.saturating_sub(held.since_tti);
+        if waited > 0 {
+            self.counts.held_acks += 1;
+            self.counts.held_ttis += waited;
+        }
+        self.pass(held.flow, held.ack, held.tsval, budget, self.tti);
+        out.push(held.packet);
+    }
+
+    /// Books an ACK that leaves: its budget joins what is in flight, its TSval waits for its echo.
+    fn pass(&mut self, flow: Flow, ack: u32, tsval: Option<u32>, budget: u64, tti: u64) {
+        if budget > 0 {
+            self.in_flight.push_back((tti, budget));
+            self.in_flight_bytes += budget;
+        }
+        let Some(state) = self.flows.get_mut(&flow) else { return };
+        if state.released_ack.is_none_or(|last| after(ack, last)) {
+            state.released_ack = Some(ack);
+        }
+        if let Some(tsval) = tsval
+            && state.tsvals.back().is_none_or(|&(last, _)| after(tsval, last))
+        {
+            if state.tsvals.len() == TSVALS_REMEMBERED {
+                state.tsvals.pop_front();
+            }
+            state.tsvals.push_back((tsval, tti));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SERVER: [u8; 4] = [10, 20, 0, 2];
+    const UE: [u8; 4] = [172, 16, 0, 2];
+
+    /// A TCP segment built by hand (checksums are not the regulator's business): `flags`, `seq`, `ack`, a
+    /// timestamp option (TSval, TSecr) when given, a SACK block when `sack`, `payload` bytes.
+    fn tcp(
+        from: [u8; 4],
+        to: [u8; 4],
+        ports: (u16, u16),
+        (flags, seq, ack): (u8, u32, u32),
+        timestamps: Option<(u32, u32)>,
+        sack: bool,
+        payload: usize,
+    ) -> Vec<u8> {
+        let mut options = Vec::new();
+        if let Some((tsval, tsecr)) = timestamps {
+            options.extend_from_slice(&[1, 1, 8, 10]);
+            options.extend_from_slice(&tsval.to_be_bytes());
+            options.extend_from_slice(&tsecr.to_be_bytes());
+        }
+        if sack {
+            options.extend_from_slice(&[1, 1, 5, 10, 0, 0, 0, 1, 0, 0, 0, 2]);
+        }
+        let tcp_len = 20 + options.len();
+        let total = 20 + tcp_len + payload;
+        let mut p = vec![0u8; total];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        p[8] = 64;
+        p[9] = 6;
+        p[12..16].copy_from_slice(&from);
+        p[16..20].copy_from_slice(&to);
+        p[20..22].copy_from_slice(&ports.0.to_be_bytes());
+        p[22..24].copy_from_slice(&ports.1.to_be_bytes());
+        p[24..28].copy_from_slice(&seq.to_be_bytes());
+        p[28..32].copy_from_slice(&ack.to_be_bytes());
+        p[32] = ((tcp_len / 4) as u8) << 4;
+        p[33] = flags;
+        p[40..40 + options.len()].copy_from_slice(&options);
+        p
+    }
+
+    fn ack(ack: u32, tsval: u32) -> Vec<u8> {
+        tcp(UE, SERVER, (40000, 5201), (TCP_ACK, 1, ack), Some((tsval, 7)), false, 0)
+    }
+
+    fn data(seq: u32, tsecr: u32) -> Vec<u8> {
+        tcp(SERVER, UE, (5201, 40000), (TCP_ACK, seq, 1), Some((99, tsecr)), false, 1000)
+    }
+
+    fn regulator(limit: u64, headroom: u64) -> AckRegulator {
+        AckRegulator::new(Params {
+            limit_bytes: limit,
+            headroom_bytes: headroom,
+            max_hold_rtts: 1.0,
+            initial_rtt_ttis: 10,
+        })
+    }
+
+    fn acks_of(out: &[Vec<u8>]) -> Vec<u32> {
+        out.iter().map(|p| segment(p).unwrap().ack).collect()
+    }
+
+    #[test]
+    fn segments_read_their_acknowledgement_payload_timestamps_and_sack() {
+        let s = segment(&tcp(UE, SERVER, (1, 2), (TCP_ACK, 5, 9), Some((3, 4)), true, 0)).unwrap();
+        assert_eq!((s.seq, s.ack, s.payload_len, s.timestamps, s.sack), (5, 9, 0, Some((3, 4)), true));
+        let d = segment(&tcp(SERVER, UE, (2, 1), (TCP_ACK | TCP_PSH, 5, 9), None, false, 1448)).unwrap();
+        assert_eq!((d.payload_len, d.timestamps, d.sack), (1448, None, false));
+        assert!(pure_ack(&s) && !pure_ack(&d));
+    }
+
+    #[test]
+    fn with_room_in_the_queue_acks_pass_at_once() {
+        let mut r = regulator(100_000, 10_000);
+        let mut out = Vec::new();
+        r.offer(ack(1000, 1), &mut out);
+        r.offer(ack(3000, 1), &mut out);
+        assert_eq!(acks_of(&out), [1000, 3000]);
+        assert_eq!(r.held(), 0);
+    }
+
+    #[test]
+    fn the_forecast_holds_what_would_overflow_and_releases_it_as_the_queue_drains() {
+        // limit 100 kB less 10 kB headroom; rtt 10 TTIs (no sample yet); served 0 so far.
+        // The first ACK only sets the flow's mark. In slow start each next ACK of 10 kB is budgeted 20 kB.
+        let mut r = regulator(100_000, 10_000);
+        let mut out = Vec::new();
+        r.end_tti(0, 40_000, &mut out); // queue 40 kB
+        r.offer(ack(0, 1), &mut out);
+        r.offer(ack(10_000, 1), &mut out); // 40 + 0 + 20 = 60 <= 90: passes
+        r.offer(ack(20_000, 1), &mut out); // 40 + 20 + 20 = 80 <= 90: passes
+        r.offer(ack(30_000, 1), &mut out); // 40 + 40 + 20 = 100 > 90: held
+        assert_eq!(acks_of(&out), [0, 10_000, 20_000]);
+        assert_eq!(r.held(), 1);
+        out.clear();
+        // The queue drains to 30 kB: 30 + 40 + 20 = 90 <= 90.
+        r.end_tti(1, 30_000, &mut out);
+        assert_eq!(acks_of(&out), [30_000]);
+        assert_eq!(r.take_counts(), Counts { held_acks: 1, held_ttis: 1, forced_acks: 0, ece_acks: 0 });
+    }
+
+    #[test]
+    fn after_the_first_duplicate_the_budget_is_what_an_ack_acknowledges() {
+        let mut r = regulator(100_000, 10_000);
+        let mut out = Vec::new();
+        r.end_tti(0, 58_552, &mut out);
+        r.offer(ack(0, 1), &mut out);
+        r.offer(ack(0, 1), &mut out); // a duplicate: slow start is over; one segment, 1448
+        r.offer(ack(15_000, 1), &mut out); // 58552 + 1448 + 15000 = 75000 <= 90000
+        r.offer(ack(30_000, 1), &mut out); // 75000 + 15000 = 90000 <= 90000
+        r.offer(ack(31_000, 1), &mut out); // 91000 > 90000: held
+        assert_eq!(acks_of(&out), [0, 0, 15_000, 30_000]);
+        assert_eq!(r.held(), 1);
+    }
+
+    #[test]
+    fn budgets_leave_the_flight_after_a_round_trip() {
+        let mut r = AckRegulator::new(Params { max_hold_rtts: 3.0, ..regulator(100_000, 10_000).params });
+        let mut out = Vec::new();
+        r.end_tti(0, 58_552, &mut out);
+        r.offer(ack(0, 1), &mut out);
+        r.offer(ack(0, 1), &mut out); // 1448 in flight
+        r.offer(ack(30_000, 1), &mut out); // 58552 + 1448 + 30000 = 90000: released at TTI 1
+        r.offer(ack(31_000, 1), &mut out); // + 1000 > 90000: held
+        out.clear();
+        for tti in 1..10 {
+            r.end_tti(tti, 58_552, &mut out); // still in flight until TTI 1 + 10
+        }
+        assert!(out.is_empty());
+        r.end_tti(10, 58_552, &mut out); // TTI 11: the 31448 arrived (into the queue, as reported)
+        assert_eq!(acks_of(&out), [31_000]);
+        assert_eq!(r.take_counts().forced_acks, 0);
+    }
+
+    #[test]
+    fn an_ack_held_a_round_trip_is_released_whatever_the_forecast() {
+        let mut r = regulator(100_000, 10_000);
+        let mut out = Vec::new();
+        r.end_tti(0, 95_000, &mut out);
+        r.offer(ack(0, 1), &mut out); // budget 0, but 95 kB > 90: held from TTI 1
+        for tti in 1..10 {
+            r.end_tti(tti, 95_000, &mut out);
+        }
+        assert!(out.is_empty());
+        r.end_tti(10, 95_000, &mut out); // TTI 11 = 1 + 10
+        assert_eq!(acks_of(&out), [0]);
+        assert_eq!(r.take_counts(), Counts { held_acks: 1, held_ttis: 10, forced_acks: 1, ece_acks: 0 });
+    }
+
+    #[test]
+    fn a_duplicate_or_a_sack_waits_its_turn_and_ends_slow_start() {
+        let mut r = regulator(100_000, 10_000);
+        let mut out = Vec::new();
+        r.end_tti(0, 95_000, &mut out);
+        r.offer(ack(1000, 1), &mut out);
+        r.offer(ack(2000, 1), &mut out);
+        let sack = tcp(UE, SERVER, (40000, 5201), (TCP_ACK, 1, 2000), Some((2, 7)), true, 0);
+        r.offer(sack, &mut out);
+        assert_eq!(r.held(), 3);
+        r.end_tti(1, 87_600, &mut out); // budgets 0 (the flow's first), 1000 (slow start over), then 1448 > 90000
+        assert_eq!(acks_of(&out), [1000, 2000]);
+        r.end_tti(2, 87_552, &mut out); // 87552 + 1000 + 1448 = 90000
+        assert_eq!(acks_of(&out), [1000, 2000, 2000]);
+    }
+
+    #[test]
+    fn an_ecn_flows_ack_held_a_round_trip_leaves_with_ece_once_per_round_trip() {
+        let mut r = regulator(100_000, 10_000);
+        let mut out = Vec::new();
+        r.end_tti(0, 0, &mut out);
+        r.offer(ack(0, 1), &mut out);
+        let mut ect = data(1, 0); // echoes no TSval released: no RTT sample, the round trip stays 10 TTIs
+        ect[1] = 0b10; // ECT(0)
+        r.arrived(&ect);
+        r.end_tti(1, 95_000, &mut out); // full from TTI 2 on
+        r.offer(ack(1000, 2), &mut out);
+        r.offer(ack(2000, 2), &mut out);
+        out.clear();
+        for tti in 2..11 {
+            r.end_tti(tti, 95_000, &mut out);
+        }
+        assert!(out.is_empty());
+        r.end_tti(11, 95_000, &mut out); // TTI 12 = 2 + 10: both forced, the first with ECE
+        let flags: Vec<u8> = out.iter().map(|p| segment(p).unwrap().flags).collect();
+        assert_eq!(flags, [TCP_ACK | 0x40, TCP_ACK]);
+        assert_eq!(r.take_counts(), Counts { held_acks: 2, held_ttis: 20, forced_acks: 2, ece_acks: 1 });
+    }
+
+    #[test]
+    fn data_and_fins_pass_after_the_held_acks_of_their_flow_only() {
+        let mut r = regulator(100_000, 10_000);
+        let mut out = Vec::new();
+        r.end_tti(0, 95_000, &mut out);
+        let other = tcp(UE, SERVER, (40001, 5201), (TCP_ACK, 1, 500), Some((1, 7)), false, 0);
+        r.offer(other, &mut out);
+        r.offer(ack(1000, 1), &mut out);
+        let fin = tcp(UE, SERVER, (40000, 5201), (TCP_ACK | 0x01, 1, 1000), Some((2, 7)), false, 0);
+        r.offer(fin, &mut out);
+        let udp = crate::ecn::packets::ipv4(60, 0, 1);
+        r.offer(udp.clone(), &mut out);
+        assert_eq!(out.len(), 3);
+        assert_eq!(segment(&out[0]).unwrap().ack, 1000);
+        assert_eq!(segment(&out[1]).unwrap().flags, TCP_ACK | 0x01);
+        assert_eq!(out[2], udp);
+        assert_eq!(r.held(), 1); // the other flow's ACK still waits
+    }
+
+    #[test]
+    fn the_round_trip_is_measured_from_a_tsval_released_to_its_echo_reaching_the_queue() {
+        let mut r = regulator(100_000, 10_000);
+        let mut out = Vec::new();
+        r.end_tti(99, 0, &mut out); // now TTI 100
+        r.offer(ack(1000, 500), &mut out); // TSval 500 released at TTI 100
+        r.offer(ack(2000, 500), &mut out); // same TSval: not a new release
+        r.offer(ack(3000, 501), &mut out);
+        for tti in 100..137 {
+            r.end_tti(tti, 0, &mut out);
+        }
+        r.arrived(&data(1, 499)); // an older echo closes nothing
+        assert_eq!(r.rtt_ttis(), 10);
+        r.arrived(&data(1001, 500)); // TTI 137: 37 TTIs after TSval 500 left
+        assert_eq!(r.rtt_ttis(), 37);
+        r.end_tti(137, 0, &mut out);
+        r.arrived(&data(2001, 501)); // TTI 138: 38 > 37, the minimum stays
+        assert_eq!(r.rtt_ttis(), 37);
+    }
+}
