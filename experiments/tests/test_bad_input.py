@@ -384,6 +384,8 @@ def test_run_reads_the_traces_of_every_sweep_point_before_writing(capsys, tmp_pa
             "arms[0].queue_discipline: the srsran cell has no queue discipline to set",
         ),
         ("arms.0.ecn=true", "arms[0].ecn: the arm's srsran cell cannot mark (srsenb has no queue discipline)"),
+        ("arms.0.ack_regulator={}", "arms[0].ack_regulator: the srsran cell has no ACK Regulator"),
+        ("arms.0.ack_regulator={max_hold_rtts=0}", "ack_regulator.max_hold_rtts: Input should be greater than 0"),
     ],
 )
 def test_an_arm_cannot_give_srsenb_a_queue_discipline_or_ecn_marks(capsys, tmp_path, override, reason):

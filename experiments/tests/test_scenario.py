@@ -154,6 +154,11 @@ def test_an_arm_states_the_discipline_of_every_ue_and_ecn_follows_marking_unless
     assert [arm_ecn(scenario.cell, arm) for arm in scenario.arms] == [False, True, True, False]
     assert arm_cell(scenario.cell, mark).ues[1].queue_discipline.ack_ece is True
     assert [ue.queue_discipline.kind for ue in scenario.cell.ues] == ["tail_drop", "tail_drop"]  # the cell's own
+    # an arm's ACK Regulator goes on every UE and, as it sets ECE, ECN follows it
+    scenario, _ = load_scenario(SCENARIOS / "demo.toml", ["arms=[{name='ackreg', ack_regulator={max_hold_rtts=2}}]"])
+    regulated = arm_cell(scenario.cell, scenario.arms[0])
+    assert [ue.ack_regulator.max_hold_rtts for ue in regulated.ues] == [2.0] * len(scenario.cell.ues)
+    assert arm_ecn(scenario.cell, scenario.arms[0]) and scenario.cell.ues[0].ack_regulator is None
     # a UE's own discipline in the cell file: an arm that states none keeps it, and negotiates ECN
     scenario, _ = load_scenario(SCENARIOS / "demo.toml", ["cell.ues.0.queue_discipline={kind='codel'}"])
     assert all(arm_ecn(scenario.cell, arm) for arm in scenario.arms if arm.queue_discipline is None)

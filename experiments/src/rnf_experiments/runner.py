@@ -122,6 +122,7 @@ class ArmContext:
             "cc": self.arm.cc,
             "queue_discipline": discipline.model_dump() if (discipline := self.arm.queue_discipline) else None,
             "ecn": arm_ecn(self.scenario.cell, self.arm),
+            "ack_regulator": regulator.model_dump() if (regulator := self.arm.ack_regulator) else None,
             "repetition": self.repetition,
             "sweep": None
             if self.variant.parameter is None

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 from rnf_cell import traces
-from rnf_cell.config import QueueDiscipline, TailDrop, TraceFile
+from rnf_cell.config import AckRegulator, QueueDiscipline, TailDrop, TraceFile
 from rnf_foundation.config import Strict, format_validation_error, read_toml, resolve_paths
 from rnf_foundation.errors import UserError
 from rnf_foundation.numbers import Seed
@@ -110,7 +110,9 @@ class Arm(Strict):
     `queue_discipline` (virtual cell only): the RLC queue discipline of every UE of the cell for this arm, as a
     UE's `queue_discipline` (virtual-cell/README.md); unset, each UE keeps the cell file's. `ecn`: TCP negotiates
     ECN (`net.ipv4.tcp_ecn` 1 in the server's, the core's and the UEs' namespaces, else 0); unset, on exactly when
-    the arm's cell can mark (a discipline other than `tail_drop` on some UE).
+    the arm's cell can mark (a discipline other than `tail_drop` on some UE, or an ACK Regulator, which sets ECE).
+    `ack_regulator` (virtual cell only): paper 003's ACK Regulator on every UE for this arm, as a UE's
+    `ack_regulator` (`{}` for its defaults).
     """
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
@@ -120,6 +122,7 @@ class Arm(Strict):
     proxy: dict[str, Any] = Field(default_factory=dict)
     queue_discipline: QueueDiscipline | None = None
     ecn: bool | None = None
+    ack_regulator: AckRegulator | None = None
 
     @model_validator(mode="after")
     def _proxy_fields(self) -> Arm:
@@ -185,6 +188,11 @@ class Scenario(Strict):
                     f"arms[{index}].queue_discipline: the {self.cell.kind} cell has no queue discipline to set "
                     "(srsenb's RLC queue drops at its tail only); the virtual cell has"
                 )
+            if arm.ack_regulator is not None and not isinstance(self.cell, VirtualCellSpec):
+                raise ValueError(
+                    f"arms[{index}].ack_regulator: the {self.cell.kind} cell has no ACK Regulator (srsenb passes the "
+                    "UE's ACKs as they come); the virtual cell has"
+                )
             if arm.ecn and not arm_marks(self.cell, arm):
                 why = (
                     "no UE has a queue discipline other than tail_drop"
@@ -199,17 +207,24 @@ class Scenario(Strict):
 
 
 def arm_cell(cell: CellSpec, arm: Arm) -> CellSpec:
-    """The cell as `arm` runs it: its queue discipline, if it states one, on every UE."""
-    if arm.queue_discipline is None or not isinstance(cell, VirtualCellSpec):
+    """The cell as `arm` runs it: its queue discipline and ACK Regulator, if it states them, on every UE."""
+    update: dict[str, Any] = {}
+    if arm.queue_discipline is not None:
+        update["queue_discipline"] = arm.queue_discipline
+    if arm.ack_regulator is not None:
+        update["ack_regulator"] = arm.ack_regulator
+    if not update or not isinstance(cell, VirtualCellSpec):
         return cell
-    ues = [ue.model_copy(update={"queue_discipline": arm.queue_discipline}) for ue in cell.ues]
-    return cell.model_copy(update={"ues": ues})
+    return cell.model_copy(update={"ues": [ue.model_copy(update=update) for ue in cell.ues]})
 
 
 def arm_marks(cell: CellSpec, arm: Arm) -> bool:
-    """Whether some UE of the arm's cell has a discipline that can mark CE or set ECE (codel, mark)."""
+    """Whether some UE of the arm's cell has a discipline that can mark CE or set ECE (codel, mark), or an ACK
+    Regulator (it sets ECE on an ACK it held its longest)."""
     cell = arm_cell(cell, arm)
-    return isinstance(cell, VirtualCellSpec) and any(not isinstance(ue.queue_discipline, TailDrop) for ue in cell.ues)
+    return isinstance(cell, VirtualCellSpec) and any(
+        not isinstance(ue.queue_discipline, TailDrop) or ue.ack_regulator is not None for ue in cell.ues
+    )
 
 
 def arm_ecn(cell: CellSpec, arm: Arm) -> bool:
