@@ -162,7 +162,8 @@ def run_block(spec: dict[str, Any]) -> dict[str, Any]:
 
     worker = get_worker()
     node = {"host": socket.gethostname(), "kernel": platform.release(), "worker": worker.address}
-    worker.log_event(EVENT_TOPIC, {"block": spec["block"], "state": "started", "worker": worker.address})
+    started = {"block": spec["block"], "run": spec["run_id"], "state": "started", "worker": worker.address}
+    worker.log_event(EVENT_TOPIC, started)
     prefix, port = node_settings(spec["block"], worker.address)
     workdir = Path(tempfile.mkdtemp(prefix=f"{spec['block']}-", dir=_ensure(workdir_root())))
     try:
@@ -190,10 +191,10 @@ def run_block(spec: dict[str, Any]) -> dict[str, Any]:
                 stderr=subprocess.STDOUT,
             )
         if code != 0:
-            lines = (workdir / "block.log").read_text(errors="replace").strip().splitlines()
-            raise BlockError(
-                f"block {spec['block']} on {node['host']} ({worker.address}): {lines[-1] if lines else f'exit {code}'}"
-            )
+            kept = shutil.copy(workdir / "block.log", workdir.parent / f"{spec['block']}.log")
+            lines = (workdir / "block.log").read_text(errors="replace").strip().splitlines() or [f"exit {code}"]
+            where = f"block {spec['block']} on {node['host']} ({worker.address})"
+            raise BlockError(f"{where}: {lines[-1]} (log: {kept})")
         files = {
             str(path.relative_to(workdir / "runs")): path.read_bytes()
             for path in sorted((workdir / "runs").rglob("*"))

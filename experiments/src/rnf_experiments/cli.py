@@ -214,7 +214,13 @@ def worker(
 @click.command("report")
 @click.argument("results", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--per-ue", is_flag=True, help="Also print each results folder's figures per UE.")
-def report(results: tuple[Path, ...], per_ue: bool) -> None:
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["host"]),
+    help="Also print each results folder's runs per node, with the arms' ratios within blocks on that node.",
+)
+def report(results: tuple[Path, ...], per_ue: bool, by: str | None) -> None:
     """Recompute summaries and plots of RESULTS folders and compare them in one table."""
     for folder in results:
         if not (folder / "metadata.json").exists():
@@ -227,6 +233,10 @@ def report(results: tuple[Path, ...], per_ue: bool) -> None:
     if per_ue:
         for summary in summaries.values():
             console.print(reporting.per_ue_table(summary))
+    if by == "host":
+        for folder, values in computed.items():
+            metadata = analysis.read_json(folder / "metadata.json", ("scenario_data",))
+            console.print(reporting.by_host(values, metadata))
 
 
 @click.command("calibrate")

@@ -62,10 +62,12 @@ class Tls:
 
         if not self.given:
             return None
-        for option, path in (("--tls-ca-file", self.ca_file), ("--tls-cert", self.cert), ("--tls-key", self.key)):
+        options = (("--tls-ca-file", self.ca_file), ("--tls-cert", self.cert), ("--tls-key", self.key))
+        for option, path in options:
             if path is None:
                 raise UserError(f"{option}: missing (TLS needs --tls-ca-file, --tls-cert and --tls-key)")
-            if not path.is_file():
+        for option, path in options:
+            if path is not None and not path.is_file():
                 raise UserError(f"{option} {path}: no such file")
         return Security(
             tls_ca_file=str(self.ca_file),

@@ -179,3 +179,43 @@ def print_table(summaries: dict[str, dict[str, Any]], console: Console) -> None:
                 f"[bold red]warning[/]: {name}, {run}: the delay measurement lost {lost} packets; "
                 f"the delay percentiles cover the {sdus} SDUs it recorded"
             )
+
+
+def by_host(computed: Computed, metadata: dict[str, Any]) -> Table:
+    """Per node (run.json's node.host; a local run's metadata host): its runs, and per arm (and sweep value) the
+    mean goodput and p95 delay with their ratios to the scenario's first arm in the same blocks (one sweep point, one
+    repetition: the pairs a cluster keeps on one node), so a node that measures differently stands out."""
+    reference = str(metadata["scenario_data"]["arms"][0]["name"])
+    hosts: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for run, values in zip(computed.runs, computed.summary["runs"], strict=True):
+        node = run.description.get("node") or {}
+        hosts.setdefault(str(node.get("host", metadata.get("host", "?"))), []).append((node, values))
+    result = Table(title=f"per node (ratios: to arm {reference!r} of the same block, mean over blocks)")
+    for header in ("host", "workers", "runs", "arm", "goodput Mbit/s", "delay p95 ms", "goodput ratio", "p95 ratio"):
+        result.add_column(header, justify="left" if header in ("host", "arm") else "right")
+    for host, runs in sorted(hosts.items()):
+        workers = len({node.get("worker") for node, _ in runs})
+        references = {
+            (values["sweep_index"], values["repetition"]): values for _, values in runs if values["arm"] == reference
+        }
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for _, values in runs:
+            groups.setdefault(analysis.group_key(values), []).append(values)
+        for index, (group, members) in enumerate(groups.items()):
+            ratios: dict[str, list[float]] = {"goodput_mbps": [], "delay_p95_ms": []}
+            for values in members:
+                paired = references.get((values["sweep_index"], values["repetition"]))
+                for key, found in ratios.items():
+                    if paired is not None and paired[key] and not math.isnan(paired[key]):
+                        found.append(values[key] / paired[key])
+            result.add_row(
+                host if index == 0 else "",
+                str(workers) if index == 0 else "",
+                str(len(runs)) if index == 0 else "",
+                f"{group} ({len(members)})",
+                _cell(analysis.mean([v["goodput_mbps"] for v in members]), digits=2),
+                _cell(analysis.mean([v["delay_p95_ms"] for v in members])),
+                _cell(analysis.mean(ratios["goodput_mbps"]), digits=3),
+                _cell(analysis.mean(ratios["delay_p95_ms"]), digits=3),
+            )
+    return result
