@@ -100,10 +100,11 @@ impl Policy {
         }
     }
 
-    /// A TTI ended: the queue could serve `backlog_bytes` at its start and served `served_bytes`.
-    pub fn end_tti(&mut self, backlog_bytes: u64, served_bytes: u64) {
+    /// A TTI ended: the queue could serve `backlog_bytes` at its start, the cell offered it `offered_bytes` and it
+    /// served `served_bytes`.
+    pub fn end_tti(&mut self, backlog_bytes: u64, served_bytes: u64, offered_bytes: u64) {
         if let Policy::Mark(marker) = self {
-            marker.end_tti(backlog_bytes, served_bytes);
+            marker.end_tti(backlog_bytes, served_bytes, offered_bytes);
         }
     }
 
@@ -239,9 +240,13 @@ pub struct Marker {
     tti_ns: u64,
     /// RATE_TIME_CONSTANT_NS in TTIs, at least one.
     window_ttis: f64,
-    /// Bytes served per TTI, exponential moving average over the TTIs in which the cell, not the queue, limited the
-    /// service (the queue still had data after the TTI): the rate at which queued bytes drain. A TTI that emptied
-    /// the queue measured the arrivals, not the cell. None until the first such TTI.
+    /// The rate at which queued bytes drain, bytes per TTI, an exponential moving average over the TTIs that began
+    /// with data queued: the bytes served where the cell limited the service (data was left after the TTI), the
+    /// capacity the cell offered where the queue emptied (the served bytes measured the arrivals, not the cell: as
+    /// L4Span takes the rate from the MAC's allocation, not from the traffic). Sampling only the TTIs the cell
+    /// limited left the average where it was while the queue kept emptying: after a fall to 2 Mbit/s, a rise to
+    /// 20 went unseen, short bursts were predicted at the old rate and marked, and CUBIC never grew to the new
+    /// rate. None until the first sample.
     rate: Option<f64>,
     /// ack_ece: flows found congested since the UE's last ACK of them.
     congested: HashSet<Flow>,
@@ -283,11 +288,11 @@ impl Marker {
         false
     }
 
-    fn end_tti(&mut self, backlog_bytes: u64, served_bytes: u64) {
-        if served_bytes >= backlog_bytes {
+    fn end_tti(&mut self, backlog_bytes: u64, served_bytes: u64, offered_bytes: u64) {
+        if backlog_bytes == 0 {
             return;
         }
-        let sample = served_bytes as f64;
+        let sample = if served_bytes < backlog_bytes { served_bytes } else { offered_bytes.max(served_bytes) } as f64;
         self.rate = Some(match self.rate {
             None => sample,
             Some(rate) => rate + (sample - rate) / self.window_ttis,
@@ -422,24 +427,28 @@ mod tests {
     }
 
     #[test]
-    fn the_served_rate_averages_the_ttis_the_cell_limited_over_20_ms() {
+    fn the_drain_rate_averages_the_cells_service_over_20_ms() {
         let mut marker = marker(15, false);
         assert_eq!(marker.predicted_delay_ns(3000), None);
         assert_eq!(marker.predicted_delay_ns(0), Some(0.0));
-        marker.end_tti(5000, 1000); // first sample: 1000 bytes/TTI
-        marker.end_tti(5000, 2000); // 1000 + (2000 - 1000) / 20 = 1050
-        marker.end_tti(600, 600); // emptied the queue: no sample
-        marker.end_tti(0, 0); // nothing queued: no sample
+        marker.end_tti(5000, 1000, 1000); // first sample: 1000 bytes/TTI
+        marker.end_tti(5000, 2000, 2000); // 1000 + (2000 - 1000) / 20 = 1050
+        marker.end_tti(600, 600, 1050); // emptied the queue: the 1050 offered, 1050 + 0 / 20
+        marker.end_tti(0, 0, 3000); // nothing queued: no sample
         // 21000 bytes at 1050 bytes/ms: 20 ms
         assert_eq!(marker.predicted_delay_ns(21_000), Some(20.0 * MS as f64));
-        marker.end_tti(4000, 0); // backlogged, nothing served: 1050 - 1050 / 20 = 997.5
+        marker.end_tti(4000, 0, 0); // backlogged, nothing served: 1050 - 1050 / 20 = 997.5
         assert_eq!(marker.predicted_delay_ns(9975), Some(10.0 * MS as f64));
+        // the queue emptied where the cell offered 3000 (the rate rose): 997.5 + (3000 - 997.5) / 20 = 1097.625,
+        // and 43905 bytes drain in 40 ms
+        marker.end_tti(600, 600, 3000);
+        assert_eq!(marker.predicted_delay_ns(43_905), Some(40.0 * MS as f64));
     }
 
     #[test]
     fn mark_marks_ect_packets_predicted_above_the_threshold_and_nothing_else() {
         let mut marker = marker(15, false);
-        marker.end_tti(10_000, 1000); // 1000 bytes per ms
+        marker.end_tti(10_000, 1000, 1000); // 1000 bytes per ms
         let mut below = packets::ipv4(1500, 0x02, 1);
         assert!(!marker.enqueue(14_900, &mut below)); // 14.9 ms
         assert_eq!(below[1], 0x02);
@@ -457,7 +466,7 @@ mod tests {
     #[test]
     fn mark_with_ack_ece_sets_ece_on_the_next_ack_of_the_congested_flow_only() {
         let mut marker = marker(15, true);
-        marker.end_tti(10_000, 1000);
+        marker.end_tti(10_000, 1000, 1000);
         let server = [10, 20, 0, 2];
         let ue = [172, 16, 0, 2];
         let mut data = packets::tcp(server, ue, (5201, 40000), 0x18, 0x02);

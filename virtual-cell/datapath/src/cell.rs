@@ -198,8 +198,8 @@ impl Cell {
                 out.push(Delivery { ue: i, sdu });
             }
         }
-        for ue in &mut self.ues {
-            ue.rlc.end_tti();
+        for (ue, allocation) in self.ues.iter_mut().zip(&self.allocation) {
+            ue.rlc.end_tti(allocation.offered);
             if let Some(regulator) = &mut ue.regulator {
                 let queue = ue.rlc.new_bytes() + ue.rlc.retx_bytes();
                 regulator.end_tti(tti, queue, &mut self.released);

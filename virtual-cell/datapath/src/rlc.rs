@@ -186,10 +186,11 @@ impl RlcQueue {
         }
     }
 
-    /// The TTI started last has ended (whether or not the UE was served in it).
-    pub fn end_tti(&mut self) {
+    /// The TTI started last has ended (whether or not the UE was served in it); the cell offered the UE
+    /// `offered_bytes` in it.
+    pub fn end_tti(&mut self, offered_bytes: u64) {
         if self.policy.measures_rate() {
-            self.policy.end_tti(self.tti_backlog, self.tti_served);
+            self.policy.end_tti(self.tti_backlog, self.tti_served, offered_bytes);
         }
     }
 
@@ -600,7 +601,7 @@ mod tests {
         for tti in ttis {
             queue.start_tti(tti);
             queue.transmit(tti, budget, Outcome::Received, out);
-            queue.end_tti();
+            queue.end_tti(budget);
         }
     }
 
@@ -748,7 +749,7 @@ mod tests {
         serve(&mut queue, 2..3, 0, &mut out); // backlogged, nothing served: 1000 - 1000/20 = 950
         queue.start_tti(3);
         queue.transmit(3, 1000, Outcome::Failed { retry_tti: 4 }, &mut out);
-        queue.end_tti(); // 950 + (1000 - 950)/20 = 952.5; 3000 new and 1000 HARQ bytes left
+        queue.end_tti(1000); // 950 + (1000 - 950)/20 = 952.5; 3000 new and 1000 HARQ bytes left
         for tag in 5..15 {
             queue.offer(sdu(1000, tag)).unwrap();
         }
