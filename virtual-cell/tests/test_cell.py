@@ -292,7 +292,9 @@ def test_the_ack_regulator_keeps_a_download_under_the_queue_limit_through_a_rate
                 original = cell._record
                 cell._record = lambda report, message: (reports.append(report), original(report, message))  # type: ignore[method-assign]
                 for namespace in (cell.names.ue(0), cell.names.server):
-                    subprocess.run(["ip", "netns", "exec", namespace, "sysctl", "-qw", "net.ipv4.tcp_ecn=1"], check=True)
+                    subprocess.run(
+                        ["ip", "netns", "exec", namespace, "sysctl", "-qw", "net.ipv4.tcp_ecn=1"], check=True
+                    )
                 client = await iperf_download(cell, 8)
                 assert await client.wait() == 0, (await client.stderr.read()).decode()
                 # the connections' last packets: up to a round trip and a hold later; 2 s covers both many times

@@ -1,6 +1,7 @@
-"""Virtual cell benchmarks (docs/benchmarks.md): forwarding rate, trace fidelity, TTI jitter.
+"""Virtual cell benchmarks (docs/benchmarks.md): forwarding rate, trace fidelity, TTI jitter, and the same with a
+queue discipline or the ACK Regulator on.
 
-    python -m rnf_cell.bench [--seconds 10]
+    python -m rnf_cell.bench [--seconds 10] [--only forwarding|fidelity|disciplines]
 
 Forwarding is measured against a reference in the same run: the same iperf3 download over a plain veth
 between two namespaces, where the kernel forwards with no user-space hop at all.
@@ -85,17 +86,19 @@ def reference_veth(seconds: float, streams: int) -> float:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
-def _cell(trace: dict[str, Any], queue_bytes: int) -> dict[str, Any]:
+def _cell(trace: dict[str, Any], queue_bytes: int, **ue: Any) -> dict[str, Any]:
     return {
         "namespace_prefix": "b" + uuid.uuid4().hex[:5],
         "telemetry": {"endpoint": "tcp://127.0.0.1:0", "period_ms": 10},
         "packet_log": False,
         "wired": {"delay_ms": 1, "rate_mbps": 10_000, "queue_bytes": 4_000_000},
-        "ues": [{"trace": trace, "backhaul_delay_ms": 1, "uplink_delay_ms": 1, "queue_limit_bytes": queue_bytes}],
+        "ues": [{"trace": trace, "backhaul_delay_ms": 1, "uplink_delay_ms": 1, "queue_limit_bytes": queue_bytes, **ue}],
     }
 
 
-async def _through_cell(data: dict[str, Any], seconds: float, streams: int) -> tuple[float, list[UeReport], dict]:
+async def _through_cell(
+    data: dict[str, Any], seconds: float, streams: int, ecn: bool = False
+) -> tuple[float, list[UeReport], dict]:
     config = parse_cell(data, "bench")
     reports: list[UeReport] = []
     with tempfile.TemporaryDirectory() as workdir:
@@ -103,6 +106,10 @@ async def _through_cell(data: dict[str, Any], seconds: float, streams: int) -> t
         async with cell:
             keep = cell._record
             cell._record = lambda report, message: (reports.append(report), keep(report, message))  # type: ignore[method-assign]
+            for namespace in (cell.names.server, cell.names.ue(0)):
+                subprocess.run(
+                    ["ip", "netns", "exec", namespace, "sysctl", "-qw", f"net.ipv4.tcp_ecn={int(ecn)}"], check=True
+                )
             mbps = await asyncio.to_thread(
                 _iperf, cell.names.server, cell.names.ue(0), str(SERVER_IP), seconds, streams
             )
@@ -146,14 +153,59 @@ def fidelity(seconds: float) -> dict[str, float]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=10.0)
-    args = parser.parse_args()
+# What the datapath does per packet besides forwarding: each discipline (aqm.rs) and the ACK Regulator (ackreg.rs),
+# with ECN negotiated where they mark.
+DISCIPLINES: dict[str, tuple[dict[str, Any], bool]] = {
+    "tail_drop": ({}, False),
+    "codel": ({"queue_discipline": {"kind": "codel"}}, True),
+    "mark": ({"queue_discipline": {"kind": "mark"}}, True),
+    "mark, ack_ece": ({"queue_discipline": {"kind": "mark", "ack_ece": True}}, True),
+    "ack_regulator": ({"ack_regulator": {}}, True),
+}
+
+
+def disciplines(seconds: float) -> dict[str, dict[str, float]]:
+    """Per discipline: the most the cell forwards (one stream, capacity far above the machine's) and the TTI
+    lateness of a download at 150 Mbit/s (the requirement's rate), each with its own run."""
+    results = {}
+    for name, (ue, ecn) in DISCIPLINES.items():
+        top, _, top_summary = asyncio.run(
+            _through_cell(_cell({"generator": "constant", "rate_mbps": 20_000}, 4_000_000, **ue), seconds, 1, ecn)
+        )
+        at_150, _, summary = asyncio.run(
+            _through_cell(_cell({"generator": "constant", "rate_mbps": 150}, 1_000_000, **ue), seconds, 1, ecn)
+        )
+        results[name] = {
+            "top_mbps": top,
+            "top_lateness_p99_us": top_summary["tti_lateness_ns"]["p99"] / 1e3,
+            "mbps_at_150": at_150,
+            "lateness_p99_us": summary["tti_lateness_ns"]["p99"] / 1e3,
+            "lateness_max_us": summary["tti_lateness_ns"]["max"] / 1e3,
+        }
+    return results
+
+
+def print_disciplines(seconds: float) -> None:
+    table = Table(title="queue disciplines (iperf3 CUBIC download, one stream)")
+    for column in ("discipline", "most Mbit/s", "its TTI lateness p99 µs", "at 150: Mbit/s", "p99 µs", "max µs"):
+        table.add_column(column, justify="right")
+    for name, row in disciplines(seconds).items():
+        table.add_row(
+            name,
+            f"{row['top_mbps']:.0f}",
+            f"{row['top_lateness_p99_us']:.0f}",
+            f"{row['mbps_at_150']:.1f}",
+            f"{row['lateness_p99_us']:.0f}",
+            f"{row['lateness_max_us']:.0f}",
+        )
+    console.print(table)
+
+
+def print_forwarding(seconds: float) -> None:
     table = Table(title="virtual cell forwarding (iperf3 TCP download, server ns -> UE ns)")
     for column in ("streams", "cell Mbit/s", "plain veth Mbit/s", "ratio", "TTI lateness p99 µs", "max µs"):
         table.add_column(column, justify="right")
-    for streams, row in forwarding(args.seconds).items():
+    for streams, row in forwarding(seconds).items():
         table.add_row(
             streams,
             f"{row['cell_mbps']:.0f}",
@@ -163,7 +215,10 @@ def main() -> None:
             f"{row['lateness_max_us']:.0f}",
         )
     console.print(table)
-    result = fidelity(args.seconds)
+
+
+def print_fidelity(seconds: float) -> None:
+    result = fidelity(seconds)
     console.print(
         f"fidelity (piecewise 5-50 Mbit/s, 0.2 s period, CUBIC, backlogged periods "
         f"{result['backlogged_periods']}/{result['periods']}): delivered/capacity "
@@ -171,6 +226,17 @@ def main() -> None:
         f"TTI lateness p50 {result['lateness_p50_us']:.0f} µs, "
         f"p99 {result['lateness_p99_us']:.0f} µs, max {result['lateness_max_us']:.0f} µs"
     )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--only", choices=("forwarding", "fidelity", "disciplines"))
+    args = parser.parse_args()
+    benchmarks = {"forwarding": print_forwarding, "fidelity": print_fidelity, "disciplines": print_disciplines}
+    for name, run in benchmarks.items():
+        if args.only in (None, name):
+            run(args.seconds)
 
 
 if __name__ == "__main__":
