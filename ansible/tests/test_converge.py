@@ -17,6 +17,7 @@ the rendered configurations, the systemd units (enabled; nothing starts in a chr
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -55,7 +56,7 @@ def write_inventory(directory: Path, chroot: Chroot) -> Path:
             "ansible_python_interpreter": "/usr/bin/python3",
         }
     }
-    hosts = {"all": {"children": {group: {"hosts": host} for group in ("enb", "core", "monitoring")}}}
+    hosts = {"all": {"children": {group: {"hosts": host} for group in ("enb", "core", "monitoring", "workers")}}}
     (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
     return inventory
 
@@ -142,14 +143,17 @@ def test_site_converges_into_debian_12_and_a_second_run_changes_nothing(
 ) -> None:
     for step, seconds in debian_root.built_now.items():
         print(f"Debian root built now, {step}: {seconds:.0f} s")
-    first, _ = playbook(chroot, tmp_path, "site.yml", "converge-1", "--skip-tags", SKIP_TAGS)
+    worker_vars = worker_tls(tmp_path)
+    first, _ = playbook(chroot, tmp_path, "site.yml", "converge-1", "--skip-tags", SKIP_TAGS, "-e", worker_vars)
     assert first["changed"] > 0, "the first converge into a fresh root changed nothing"
-    second, second_output = playbook(chroot, tmp_path, "site.yml", "converge-2", "--skip-tags", SKIP_TAGS)
+    second, second_output = playbook(
+        chroot, tmp_path, "site.yml", "converge-2", "--skip-tags", SKIP_TAGS, "-e", worker_vars
+    )
     assert second["changed"] == 0, f"the second converge changed: {changed_tasks(second_output)}"
 
     # Nothing runs in the root: units are enabled only, and no package started a daemon.
     assert processes_in(chroot.root) == []
-    units = ["srsepc", "srsenb", "rnf-interception", "rnf-proxy", "rnf-cpu-governor"]
+    units = ["srsepc", "srsenb", "rnf-interception", "rnf-proxy", "rnf-cpu-governor", "rnf-worker"]
     enabled = in_root(chroot, "systemctl", "is-enabled", *[f"{unit}.service" for unit in units])
     assert enabled.stdout.split() == ["enabled"] * len(units), enabled.stdout + enabled.stderr
     # srsepc and srsenb are not built here (tag network), and systemd-analyze wants the binaries: the others.
@@ -166,6 +170,7 @@ def test_site_converges_into_debian_12_and_a_second_run_changes_nothing(
     assert deployed == head_tree
 
     check_srsran_configuration(chroot)
+    check_worker(chroot)
     check_interception(chroot, tmp_path)
     check_uhd_host_settings(chroot)
     check_monitoring_files(chroot)
@@ -174,6 +179,52 @@ def test_site_converges_into_debian_12_and_a_second_run_changes_nothing(
     assert any(line.startswith("OK  UHD: ") for line in report), report
     assert any(re.match(r"(OK |BAD) CPU: \d+ cores, \d+ % idle", line) for line in report), report
     assert "--  USB: no USRP on USB (fine for a network-attached USRP)" in report, report
+
+
+WORKER_SCHEDULER = "tls://127.0.0.1:9"  # nothing listens on the discard port
+
+
+def worker_tls(directory: Path) -> str:
+    """A CA and a worker certificate made with openssl, as role rnf_worker's extra variables (a JSON string)."""
+    tls = directory / "tls"
+    tls.mkdir()
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tls)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=rnf lab CA",
+            "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=lab-pc", "-keyout", "worker.key",
+            "-out", "worker.csr")  # fmt: skip
+    openssl("x509", "-req", "-in", "worker.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+            "-out", "worker.pem")  # fmt: skip
+    return json.dumps(
+        {
+            "rnf_worker_scheduler": WORKER_SCHEDULER,
+            "rnf_worker_tls_ca_file": str(tls / "ca.pem"),
+            "rnf_worker_tls_cert_file": str(tls / "worker.pem"),
+            "rnf_worker_tls_key_file": str(tls / "worker.key"),
+        }
+    )
+
+
+def check_worker(chroot: Chroot) -> None:
+    """The worker's unit runs `rnf worker` with the node's USRP as a resource and the certificates; its command,
+    run in the root, loads them and reports the unreachable scheduler in one line."""
+    key = chroot.path("/etc/rnf/tls/worker.key")
+    assert (key.stat().st_mode & 0o777) == 0o600 and key.stat().st_uid == 0
+    unit = chroot.path("/etc/systemd/system/rnf-worker.service").read_text()
+    (command,) = unit_commands(unit, "ExecStart")
+    assert command == [
+        "/opt/rnf/.venv/bin/rnf", "worker", "--scheduler", WORKER_SCHEDULER, "--name", str(chroot.root),
+        "--resources", "usrp=1", "--tls-ca-file", "/etc/rnf/tls/ca.pem", "--tls-cert", "/etc/rnf/tls/worker.pem",
+        "--tls-key", "/etc/rnf/tls/worker.key",
+    ]  # fmt: skip
+    result = in_root(chroot, *command)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip() == f"Error: --scheduler {WORKER_SCHEDULER}: cannot reach the scheduler " + (
+        "(Worker start timed out after 3s.)"
+    ), result.stderr
 
 
 def check_srsran_configuration(chroot: Chroot) -> None:

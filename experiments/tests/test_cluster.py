@@ -309,6 +309,8 @@ def test_a_worker_killed_mid_block_loses_nothing(tmp_path):
         # the block's process died with its worker (SIGTERM), and took its cell's namespaces down
         _wait_for(lambda: not _block_processes(workdir.parent), 30, "the killed worker's block to stop")
         _wait_for(lambda: not {n for n in _namespaces() if n.startswith(f"{prefix}-")}, 30, "its namespaces to go")
+        marks = [json.loads(p.read_text()).get("complete") for p in workdir.glob("runs/*/run.json")]
+        assert marks and True not in marks  # stopped in its first arm, not run on as an orphan
 
         code, out, err = finish(process)
         assert code == 0, out + err

@@ -124,8 +124,6 @@ def study(root: Path, workers: int, duration: float) -> dict[str, float]:
     blocks = len({r["block"] for r in runs})
     figures = {"workers": workers, "blocks": blocks, "wall_s": wall, "arms_s": arms,
                "overhead_per_block_s": (wall * workers - arms) / blocks}  # fmt: skip
-    late = [json.loads(p.read_text()).get("tti_late_max_ms") for p in results.glob("runs/*/cell-summary.json")]
-    figures["tti_late_max_ms"] = max((x for x in late if isinstance(x, int | float)), default=float("nan"))
     if workers == 1:
         figures["empty_task_ms_median"] = statistics.median(round_trip) * 1e3
         figures["empty_task_ms_p90"] = sorted(round_trip)[int(0.9 * len(round_trip))] * 1e3
