@@ -1,5 +1,6 @@
 """Scenario files and --set overrides."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -23,10 +24,10 @@ def test_every_shipped_scenario_is_valid(path):
     try:
         check_inputs(path, scenario, raw, str(path))
     except UserError as error:
-        assert "no such trace file" in error.message and "fetch-traces.sh fetches the traces" in error.message
-        fetcher = path.parent / "fetch-traces.sh"
-        named = [ue.trace.file.name for ue in scenario.cell.ues if hasattr(ue.trace, "file")]
-        assert fetcher.exists() and all(name in fetcher.read_text() for name in named)
+        found = re.search(r": (\S+): no such trace file \((\S+fetch-traces\.sh) fetches the traces\)", error.message)
+        assert found, error.message
+        missing, fetcher = Path(found[1]), Path(found[2])
+        assert fetcher.exists() and missing.name in fetcher.read_text()
 
 
 def test_overrides_reach_nested_values_and_lists():

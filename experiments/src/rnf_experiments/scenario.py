@@ -350,8 +350,6 @@ def check_inputs(path: Path, scenario: Scenario, data: dict[str, Any], source: s
     """What a run of `scenario` (from the file `path`) reads besides the scenario, for every sweep point: each trace
     file must read as a trace, and a srsRAN cell needs SRSRAN_BUILD (unless `build` is False: a cluster's nodes
     have their own). A UserError `source: field: reason` otherwise."""
-    fetchers = sorted(path.parent.glob("fetch*.sh"))
-    hint = f" ({', '.join(str(f) for f in fetchers)} fetches the traces)" if fetchers else ""
     checked: set[TraceFile] = set()  # a file shared by several sweep points is read once
     for variant in expand(scenario, data, source):
         where = f"{source} (sweep {variant.parameter} = {variant.value!r})" if variant.parameter else source
@@ -364,6 +362,11 @@ def check_inputs(path: Path, scenario: Scenario, data: dict[str, Any], source: s
                 raise UserError(f"{where}: cell.kind: {cell.kind!r} needs a patched srsRAN build: {found}")
             continue
         assert isinstance(cell, VirtualCellSpec)
+        # a fetcher beside the scenario, or beside (or above) the folder of a trace it reads
+        files = [ue.trace.file for ue in cell.ues if isinstance(ue.trace, TraceFile)]
+        folders = {path.parent} | {file.parent for file in files} | {file.parent.parent for file in files}
+        fetchers = sorted({fetcher for folder in folders for fetcher in folder.glob("fetch*.sh")})
+        hint = f" ({', '.join(str(f) for f in fetchers)} fetches the traces)" if fetchers else ""
         try:
             traces.check_files(cell.ues, "cell.", hint, checked)
         except traces.TraceError as error:
