@@ -1,6 +1,7 @@
 """A study on a real Dask cluster on 127.0.0.1: `dask scheduler` and two `rnf worker` processes, tiny scenarios on the
 virtual cell. Blocks run once each, paired and in rotated order on one worker, never two at once on a worker; a
-required resource steers them; a worker killed mid-block and a client killed mid-study lose nothing."""
+required resource steers them; a worker killed mid-block and a client killed mid-study lose nothing. On TLS, with
+certificates from a CA made here, a study runs, and a client without them or with another CA's is turned away."""
 
 import itertools
 import json
@@ -89,12 +90,14 @@ def _wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def start_cluster(root: Path, resources: list[str | None]) -> Cluster:
+def start_cluster(root: Path, resources: list[str | None], tls: list[str] | None = None) -> Cluster:
+    """A `dask scheduler` on 127.0.0.1 and an `rnf worker` per entry of `resources`; with `tls` (the --tls-* options
+    of a node's certificates), on tls:// with those certificates, the scheduler's and the workers' alike."""
     root.mkdir(parents=True, exist_ok=True)
     scheduler_file = root / "scheduler.json"
     scheduler = subprocess.Popen(
         [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--no-show",
-         "--scheduler-file", str(scheduler_file)],
+         "--scheduler-file", str(scheduler_file), *(["--protocol", "tls", *tls] if tls else [])],
         stdout=subprocess.DEVNULL, stderr=(root / "scheduler.log").open("wb"),
     )  # fmt: skip
     cluster = Cluster("", scheduler, [])
@@ -106,15 +109,28 @@ def start_cluster(root: Path, resources: list[str | None]) -> Cluster:
             tmpdir.mkdir()
             log = tmpdir / "worker.log"
             args = [*RNF, "worker", "--scheduler", cluster.address, *(["--resources", offered] if offered else [])]
+            args += tls or []
             process = subprocess.Popen(
                 args, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=os.environ | {"TMPDIR": str(tmpdir)}
             )
-            line = _wait_for(lambda log=log: "connected" in log.read_text() and log.read_text(), START_S, "a worker")
-            cluster.workers.append(Worker(process, line.split()[2].rstrip(":"), tmpdir))
+            worker = Worker(process, "", tmpdir)
+            cluster.workers.append(worker)  # stopped with the cluster, connected or not
+            line = _wait_for(lambda log=log, process=process: _connected(process, log), START_S, "a worker")
+            worker.address = line.split()[2].rstrip(":")
     except BaseException:
         cluster.stop()
         raise
     return cluster
+
+
+def _connected(process: subprocess.Popen, log: Path) -> str | None:
+    """The log of an `rnf worker` once it says it connected; its exit code and log if it ended before."""
+    text = log.read_text()
+    if "connected" in text:
+        return text
+    if process.poll() is not None:
+        raise AssertionError(f"rnf worker ended with {process.returncode} before connecting: {text}")
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -265,7 +281,8 @@ def test_a_client_killed_mid_study_resumes_with_only_the_missing_blocks(cluster,
     code, out, err = finish(rnf_run(["--resume", str(results)]))  # the scheduler recorded in metadata.json
     assert code == 0, out + err
     metadata = json.loads((results / "metadata.json").read_text())
-    assert metadata["resumed"][-1]["blocks"] == missing and f"{len(missing)} of 4 blocks to run" in out
+    assert metadata["resumed"][-1]["blocks"] == missing
+    assert f"{len(missing)} of 4 blocks to run" in " ".join(out.split())  # rich wraps lines at 80 columns
     assert {f: (results / "runs" / f / "run.json").read_text() for f in kept} == kept  # untouched
     assert all(b.complete(results) for b in planned)
     assert len(json.loads((results / "summary.json").read_text())["runs"]) == 8
@@ -325,3 +342,80 @@ def test_a_worker_killed_mid_block_loses_nothing(tmp_path):
         assert len(json.loads((results / "summary.json").read_text())["runs"]) == 4
     finally:
         local.stop()
+
+
+def certificates(folder: Path, ca: str, nodes: list[str]) -> dict[str, list[str]]:
+    """A CA and a certificate per node made with openssl, as ansible/README.md makes a lab's (and the convergence
+    test, role rnf_worker's): each node's `--tls-ca-file, --tls-cert, --tls-key` options."""
+    folder.mkdir(parents=True)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=folder)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={ca}",
+            "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
+    for node in nodes:
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={node}", "-keyout", f"{node}.key",
+                "-out", f"{node}.csr")  # fmt: skip
+        openssl("x509", "-req", "-in", f"{node}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-days", "2", "-out", f"{node}.pem")  # fmt: skip
+    return {
+        node: ["--tls-ca-file", str(folder / "ca.pem"), "--tls-cert", str(folder / f"{node}.pem"),
+               "--tls-key", str(folder / f"{node}.key")]
+        for node in nodes
+    }  # fmt: skip
+
+
+def test_a_tls_cluster_runs_a_study_and_turns_away_clients_without_its_certificates(tmp_path):
+    lab = certificates(tmp_path / "lab", "rnf lab CA", ["lab-a", "lab-b"])
+    other = certificates(tmp_path / "other", "another CA", ["intruder"])["intruder"]
+    tls = start_cluster(tmp_path / "cluster", [None], tls=lab["lab-a"])
+    try:
+        assert tls.address.startswith("tls://127.0.0.1:") and tls.workers[0].address.startswith("tls://127.0.0.1:")
+        scenario_file = write_scenario(tmp_path / "scenario", duration=1, repetitions=1, sweep=False)
+        one_arm = ["--set", "arms=[{name='cubic'}]"]
+        output = tmp_path / "out"
+        code, out, err = finish(
+            rnf_run([str(scenario_file), *one_arm, "--scheduler", tls.address, *lab["lab-b"], "--output", str(output)])
+        )
+        assert code == 0, out + err
+        results = results_of(output)
+        assert list(runs_of(results)) == ["0-cubic"] and runs_of(results)["0-cubic"]["complete"]
+        assert runs_of(results)["0-cubic"]["node"]["worker"] == tls.workers[0].address
+        summary = json.loads((results / "summary.json").read_text())
+        assert list(summary["arms"]) == ["cubic"] and len(summary["runs"]) == 1
+
+        plain = tls.address.replace("tls://", "tcp://")
+        turned_away = {
+            "no certificates": (plain, [], "cannot reach the scheduler (it reset the connection; a tls:// scheduler"),
+            "another CA's, trusting it": (
+                tls.address, other, "TLS handshake refused: the scheduler's certificate is not signed by"
+            ),
+            "another CA's, trusting the lab's": (
+                tls.address, [*lab["lab-b"][:2], *other[2:]], "TLS handshake refused by the scheduler"
+            ),
+        }  # fmt: skip
+        for case, (address, options, reason) in turned_away.items():
+            started = time.monotonic()
+            code, out, err = finish(
+                rnf_run([str(scenario_file), *one_arm, "--scheduler", address, *options,
+                         "--output", str(tmp_path / "refused")]), timeout=60
+            )  # fmt: skip
+            assert code == 2 and len(err.splitlines()) == 1, (case, err)
+            assert err.startswith(f"Error: --scheduler {address}: {reason}"), (case, err)
+            assert time.monotonic() - started < 10, case
+            assert not (tmp_path / "refused").exists(), case  # refused before a results folder
+        assert list(runs_of(results)) == ["0-cubic"]
+
+        # a worker with another CA's certificate is told why it was refused, not only that its start timed out; a
+        # certificate with another's key is named before any connection
+        for options, reason in [
+            (other, "TLS handshake refused: the scheduler's certificate is not signed by"),
+            ([*lab["lab-b"][:4], *other[4:]], "not a PEM certificate and its private key"),
+        ]:
+            worker = subprocess.run([*RNF, "worker", "--scheduler", tls.address, *options], capture_output=True,
+                                    text=True, timeout=60)  # fmt: skip
+            assert worker.returncode == 2 and len(worker.stderr.splitlines()) == 1, worker.stderr
+            assert reason in worker.stderr, worker.stderr
+    finally:
+        tls.stop()

@@ -17,6 +17,7 @@ import logging
 import re
 import shutil
 import signal
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from rnf_experiments.scenario import Scenario
 
 DEFAULT_PORT = 8786
 CONNECT_S = 3.0  # an unreachable scheduler is reported within a few seconds
+PROBE_S = 1.0  # a worker that did not start: one more attempt, to say whether the scheduler refused its certificate
 WORKERS_WAIT_S = 10.0  # for a first worker with the scenario's resources, after connecting
 POLL_S = 0.5
 INCOMING = ".incoming"  # a block's runs are written here, then moved into runs/ folder by folder
@@ -69,11 +71,32 @@ class Tls:
         for option, path in options:
             if path is not None and not path.is_file():
                 raise UserError(f"{option} {path}: no such file")
+        self._check_loadable()
         return Security(
             tls_ca_file=str(self.ca_file),
             **{f"tls_{role}_cert": str(self.cert), f"tls_{role}_key": str(self.key)},
             require_encryption=True,
         )
+
+    def _check_loadable(self) -> None:
+        """A UserError naming the option if the CA, or the certificate and its key, cannot be loaded as Dask will."""
+        try:
+            context = ssl.create_default_context(cafile=str(self.ca_file))
+        except ssl.SSLError as error:
+            raise UserError(f"--tls-ca-file {self.ca_file}: not a PEM certificate ({_ssl_reason(error)})") from None
+        try:
+            context.load_cert_chain(str(self.cert), str(self.key))
+        except ssl.SSLError as error:
+            raise UserError(
+                f"--tls-cert {self.cert}, --tls-key {self.key}: not a PEM certificate and its private key "
+                f"({_ssl_reason(error)})"
+            ) from None
+
+
+def _ssl_reason(error: BaseException) -> str:
+    """`[X509: KEY_VALUES_MISMATCH] key values mismatch (_ssl.c:3895)` as `key values mismatch`."""
+    text = re.sub(r"^\[[^]]*\]\s*|\s*\(_ssl\.c:\d+\)$", "", str(error).strip())
+    return text or type(error).__name__
 
 
 def check_address(text: str, tls: Tls, insecure: bool) -> str:
@@ -123,8 +146,44 @@ def connect(address: str, tls: Tls) -> Any:
     try:
         return Client(address, security=security, timeout=f"{CONNECT_S}s", set_as_default=False)
     except (OSError, TimeoutError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise UserError(f"--scheduler {address}: cannot reach the scheduler ({reason})") from None
+        raise connection_error(address, tls, error) from None
+
+
+def connection_error(address: str, tls: Tls, error: BaseException) -> UserError:
+    """What a failed connection to the scheduler says, in one line: why the TLS handshake was refused, or that the
+    scheduler was not reached."""
+    if refused := _refusal(address, tls, error):
+        return refused
+    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return UserError(f"--scheduler {address}: cannot reach the scheduler ({reason})")
+
+
+def _refusal(address: str, tls: Tls, error: BaseException) -> UserError | None:
+    """A scheduler that was reached but refused the connection: a certificate from another CA on either side, or a
+    plain tcp:// client at a TLS scheduler (which resets it). None for anything else (nothing listening, a timeout)."""
+    chain = [error]
+    while (cause := chain[-1].__cause__ or chain[-1].__context__) is not None and len(chain) < 10:
+        chain.append(cause)
+    for link in chain:
+        if isinstance(link, ssl.SSLCertVerificationError):
+            return UserError(
+                f"--scheduler {address}: TLS handshake refused: the scheduler's certificate is not signed by "
+                f"--tls-ca-file {tls.ca_file} ({link.verify_message or _ssl_reason(link)})"
+            )
+    text = " ".join(str(link) for link in chain)
+    signed = f"is --tls-cert {tls.cert} signed by the cluster's CA?"
+    if alert := re.search(r"\[SSL: \w+\] ([^(]+?)\s*\(", text):
+        if re.search("unknown ca|bad certificate|certificate required", alert[1]):
+            return UserError(f"--scheduler {address}: TLS handshake refused by the scheduler ({alert[1]}); {signed}")
+        return UserError(f"--scheduler {address}: TLS handshake failed ({alert[1]})")
+    if "SSLEOFError" in text or "SSLZeroReturnError" in text:  # TLS 1.3: the refusal can arrive as a closed stream
+        return UserError(f"--scheduler {address}: TLS handshake refused by the scheduler (connection closed); {signed}")
+    if address.startswith("tcp://") and "ConnectionResetError" in text:
+        return UserError(
+            f"--scheduler {address}: cannot reach the scheduler (it reset the connection; a tls:// scheduler needs "
+            "tls:// and --tls-ca-file, --tls-cert, --tls-key)"
+        )
+    return None
 
 
 def _suitable(workers: dict[str, Any], require: dict[str, float]) -> list[str]:
@@ -398,13 +457,33 @@ def serve_worker(address: str, tls: Tls, resources: dict[str, float], name: str 
         try:
             await worker
         except (OSError, TimeoutError) as error:
-            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-            raise UserError(f"--scheduler {address}: cannot reach the scheduler ({reason})") from None
+            raise await _handshake_error(address, tls, security) or connection_error(address, tls, error) from None
         click.echo(f"rnf worker {worker.address}: connected to {address}, resources {worker.state.total_resources}")
         await worker.finished()
         return 0
 
     asyncio.run(serve())
+
+
+async def _handshake_error(address: str, tls: Tls, security: Any) -> UserError | None:
+    """Why a worker that did not start was refused by the scheduler, if it was: Dask's worker retries a refused
+    connection until its timeout and then says only that. One direct attempt (no retries, so no delay when nothing
+    listens) names the cause."""
+    import asyncio
+
+    from distributed import Security
+    from distributed.comm.addressing import parse_address
+    from distributed.comm.registry import get_backend
+
+    scheme, location = parse_address(address)
+    arguments = (security or Security()).get_connection_args("worker")
+    try:
+        connector = get_backend(scheme).get_connector()
+        comm = await asyncio.wait_for(connector.connect(location, deserialize=False, **arguments), PROBE_S)
+    except (OSError, TimeoutError) as error:
+        return _refusal(address, tls, error)
+    await comm.close()
+    return None
 
 
 def parse_resources(text: str | None) -> dict[str, float]:
