@@ -250,7 +250,7 @@ struct Datapath {
     routes: HashMap<[u8; 4], usize>,
     backhaul: Vec<DelayLine<Sdu>>,
     uplink: Vec<DelayLine<Vec<u8>>>,
-    uplink_timing: Vec<(u64, u64)>, // per UE: the SR period and the fixed uplink delay, ns
+    uplink_timing: Vec<uplink::Uplink>,
     to_core: WiredLink<Vec<u8>>,
     to_server: WiredLink<Vec<u8>>,
     cell: Cell,
@@ -310,11 +310,12 @@ impl Datapath {
             stop: false,
             routes: config.ues.iter().enumerate().map(|(i, ue)| (ue.ipv4.octets(), i)).collect(),
             backhaul: config.ues.iter().map(|ue| DelayLine::new(ue.backhaul_delay_us * 1000)).collect(),
-            uplink: config.ues.iter().map(|_| DelayLine::new(0)).collect(), // uplink::release_ns sets the time
+            uplink: config.ues.iter().map(|_| DelayLine::new(0)).collect(), // Uplink::release_ns sets the time
+            // SR occasions count from the clock's start, set when the loop starts
             uplink_timing: config
                 .ues
                 .iter()
-                .map(|ue| (ue.uplink_sr_period_us * 1000, ue.uplink_delay_us * 1000))
+                .map(|ue| uplink::Uplink::new(0, ue.uplink_sr_period_us * 1000, ue.uplink_delay_us * 1000))
                 .collect(),
             to_core: WiredLink::new(w.rate_bps, w.delay_us * 1000, w.queue_limit_bytes),
             to_server: WiredLink::new(w.rate_bps, w.delay_us * 1000, w.queue_limit_bytes),
@@ -343,6 +344,9 @@ impl Datapath {
 
     fn run(&mut self) -> Result<(), String> {
         self.clock.start_ns = monotonic_ns();
+        for uplink in &mut self.uplink_timing {
+            uplink.set_start_ns(self.clock.start_ns);
+        }
         self.rested_ns = self.clock.start_ns;
         while !self.stop {
             self.arm_timer()?;
@@ -519,8 +523,8 @@ impl Datapath {
             self.stats.uplink_packets += 1;
             let mut packet = self.pool.copy_of(&self.scratch[..n]);
             self.cell.uplink(ue, &mut packet);
-            let (period, delay) = self.uplink_timing[ue];
-            self.uplink[ue].push_until(uplink::release_ns(monotonic_ns(), self.clock.start_ns, period, delay), packet);
+            let leaves = self.uplink_timing[ue].release_ns(monotonic_ns());
+            self.uplink[ue].push_until(leaves, packet);
         }
     }
 
