@@ -57,14 +57,14 @@ def test_where_the_queue_ran_empty_the_capacity_is_the_peak_per_granted_tti_near
     assert calibrate.capacity_series(far, 0)[0] == pytest.approx((0.0, 12.96))
 
 
-def _telemetry(arm: str, periods: list[tuple[int, int, int, int]]) -> str:
-    """Line protocol of a srsRAN run: (queue, new, retx, capacity) per 10 ms period, 10 TTIs each."""
+def _telemetry(arm: str, periods: list[tuple[int, int, int, int]], ttis: int = 10) -> str:
+    """Line protocol of a srsRAN run: (queue, new, retx, capacity) per 10 ms period, `ttis` TTIs each."""
     lines = []
     for index, (queue, new, retx, capacity) in enumerate(periods):
         at = (index * 10 + 1) * MS
         tags = f"arm={arm},cell=1,cell_kind=srsran,rnti=70,ue=1"
         lines.append(
-            f"telemetry,{tags} seq={index}i,tti={1000 + 10 * index}i,period_us=10000i,queue_new_bytes={queue}i,"
+            f"telemetry,{tags} seq={index}i,tti={1000 + ttis * index}i,period_us=10000i,queue_new_bytes={queue}i,"
             f"queue_retx_bytes=0i,sched_new_bytes={new}i,sched_retx_bytes={retx}i,grant_ttis=10i,"
             f"queue_limit_bytes=0i,queue_limit_sdus=256i {at}"
         )
@@ -110,7 +110,7 @@ phy_cnfg = {
 """
 
 
-def _srsran_results(root: Path) -> Path:
+def _srsran_results(root: Path, ttis_per_period: int = 10) -> Path:
     """Two arms on a srsRAN cell: `cubic` keeps the queue full (20000 B scheduled per 10 ms, 2000 of them resent),
     `smvs` lets it run empty; `smvs`'s packets took 2 ms (one odd packet), 6 ms (999) and 20 ms (1000); the
     handshakes took 30 and 26 ms."""
@@ -127,7 +127,7 @@ def _srsran_results(root: Path) -> Path:
         run = root / "runs" / f"0-{arm}"
         (run / "flows").mkdir(parents=True)
         (run / "run.json").write_text(json.dumps({"arm": arm, "repetition": 0, "sweep": None, "complete": True}))
-        (run / "series.lp").write_text(_telemetry(arm, periods))
+        (run / "series.lp").write_text(_telemetry(arm, periods, ttis_per_period))
         (run / "rb.conf").write_text(RB_CONF)
         (run / "rr.conf").write_text(RR_CONF)
         flow = {"flow": "ue1-bulk1-1", "kind": "bulk", "ue": 1, "start_ns": 50 * MS,
@@ -141,6 +141,17 @@ def _srsran_results(root: Path) -> Path:
             packets["delivery_ns"] = packets["arrival_ns"] + (delays_ms * MS).astype(np.uint64)
             packets.tofile(run / "packets.bin")
     return root
+
+
+def test_a_stack_slower_than_real_time_stretches_the_sr_period_and_harq_round_trip_in_wall_clock_ms(tmp_path):
+    # 8 TTIs per 10 ms period: 0.8 TTIs per ms, so rr.conf's 20-subframe SR period is 25 ms and HARQ's 8 TTIs 10 ms
+    results = _srsran_results(tmp_path / "real", ttis_per_period=8)
+    found = calibrate.calibrate(results)
+    assert found.ues[0].ttis_per_ms == pytest.approx(0.8)
+    assert found.uplink_sr_period_ms == 25.0
+    path = calibrate.write(found, json.loads((results / "metadata.json").read_text())["scenario_data"], tmp_path / "c")
+    scenario, _ = load_scenario(path)
+    assert (scenario.cell.ues[0].uplink_sr_period_ms, scenario.cell.ues[0].harq_rtt_ms) == (25.0, 10.0)
 
 
 def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_path):

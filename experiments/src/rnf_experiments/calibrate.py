@@ -13,13 +13,16 @@ What is taken from where:
 - **Backhaul delay**: the 0.1 % quantile of the one-way delay of every arm's packets (SGi to the UE's TUN, issue
   18's captures): what a packet that finds the queue empty takes through the eNB (GTP-U, PDCP, the MAC's TX
   processing) and the UE's decoding. The virtual cell serves such a packet within its next TTI.
-- **Uplink**: srsue's packets wait for its next scheduling-request occasion, every `sched_request_cnfg.period` ms
-  of the run's `rr.conf` (srsenb's default: 20), then for the grant and the transmission (8 ms), so its TCP ACKs
-  leave in bunches; the virtual cell does the same (`uplink_sr_period_ms`). The fixed rest of the uplink delay is
-  the shortest TCP handshake of the arms (the SYN up, the SYN-ACK down through empty queues, the SYN the luckiest
-  with the occasion) less that backhaul delay and those 8 ms.
+- **Uplink**: srsue's packets wait for its next scheduling-request occasion, every `sched_request_cnfg.period`
+  subframes of the run's `rr.conf` (srsenb's default: 20), then for the grant and the transmission (8 ms), so its TCP
+  ACKs leave in bunches; the virtual cell does the same (`uplink_sr_period_ms`). The period is in the stack's TTIs,
+  which are longer than a millisecond when it runs slower than real time: the calibrated period is the subframes
+  over the TTIs per wall-clock ms the eNB ran (through the bridge, 0.86: 20 subframes are 23.1 ms, and the ACKs
+  reached the core in bunches 23.3 ms apart at the median, captured on srs_spgw_sgi). The fixed rest of the uplink
+  delay is the shortest TCP handshake of the arms (the SYN up, the SYN-ACK down through empty queues, the SYN the
+  luckiest with the occasion) less that backhaul delay and those 8 ms.
 - **HARQ**: the retransmitted share of the bytes scheduled where data waited, as the block error rate per
-  transport block, at LTE FDD's 8 ms HARQ round trip.
+  transport block, at LTE FDD's HARQ round trip of 8 TTIs, in wall-clock ms as the SR period.
 - **Queue limit**: the largest the telemetry reported, in bytes and in SDUs.
 - **PDCP discard timer**: the bearer's QCI's `discard_timer` in the run's `rb.conf` (srsenb's QCI 9: 150 ms): an
   SDU that waited that long before the RLC took it is discarded, which the telemetry does not report and which
@@ -49,7 +52,7 @@ from rnf_foundation.errors import UserError
 from rnf_experiments import analysis
 from rnf_experiments.cells.derive import ttis_between
 
-HARQ_RTT_MS = 8.0  # LTE FDD: a NACKed transport block is resent 8 TTIs later
+HARQ_RTT_TTIS = 8  # LTE FDD: a NACKed transport block is resent 8 TTIs later
 DELAY_QUANTILE = 0.1  # %, of the one-way delays: the transit through empty queues, robust to one odd packet
 UTILIZATION_POINTS = 3.0
 QUEUE_RELATIVE = 0.2
@@ -193,7 +196,7 @@ def calibrate(results: Path) -> Calibration:
         n_prb=int(cell.get("n_prb", 25 if cell.get("kind") == "srsran" else 15)),
         telemetry_period_ms=int(cell.get("telemetry_period_ms", 10)),
         discard_timer_ms=discard_timer_ms(reference.directory / "rb.conf", int(cell.get("qci", 9))),
-        uplink_sr_period_ms=sr_period_ms(reference.directory / "rr.conf"),
+        uplink_sr_period_ms=round(sr_period_ms(reference.directory / "rr.conf") / _ttis_per_ms(ues), 2),
         ues=ues,
     )
 
@@ -211,8 +214,15 @@ def discard_timer_ms(rb_conf: Path, qci: int) -> float:
     raise UserError(f"{rb_conf}: no qci = {qci} in qci_config")
 
 
+def _ttis_per_ms(ues: list[UeCalibration]) -> float:
+    """The eNB's TTIs per wall-clock ms (one clock for all its UEs), 1 where unknown."""
+    rates = [ue.ttis_per_ms for ue in ues if math.isfinite(ue.ttis_per_ms) and ue.ttis_per_ms > 0]
+    return float(np.mean(rates)) if rates else 1.0
+
+
 def sr_period_ms(rr_conf: Path) -> float:
-    """The scheduling-request period of srsenb's rr.conf (`sched_request_cnfg.period`), ms."""
+    """The scheduling-request period of srsenb's rr.conf (`sched_request_cnfg.period`), subframes (ms of a stack
+    that keeps real time)."""
     try:
         text = re.sub(r"//[^\n]*", "", rr_conf.read_text(encoding="utf-8"))
     except OSError as error:
@@ -297,7 +307,7 @@ def scenario(calibration: Calibration, original: dict[str, Any]) -> dict[str, An
                 "queue_limit_bytes": ue.queue_limit_bytes,
                 "queue_limit_sdus": ue.queue_limit_sdus,
                 "harq_bler": ue.harq_bler,
-                "harq_rtt_ms": HARQ_RTT_MS,
+                "harq_rtt_ms": round(HARQ_RTT_TTIS / (ue.ttis_per_ms if ue.ttis_per_ms > 0 else 1.0), 2),
                 "discard_timer_ms": calibration.discard_timer_ms,
             }
             for ue in calibration.ues
