@@ -21,7 +21,7 @@ from rnf_foundation.errors import UserError
 from rnf_foundation.numbers import SEED, FiniteFloat
 from rnf_monitoring.client import InfluxClient
 from rnf_monitoring.importer import import_summary
-from rnf_monitoring.influx import parse_url
+from rnf_monitoring.influx import InfluxTarget, parse_url
 
 from rnf_experiments import analysis, cluster, frontier, goals, model
 from rnf_experiments import calibrate as calibration
@@ -127,7 +127,12 @@ def run(
         influx_url,
         on_recorder_stats=lambda run, stats: console.print(f"InfluxDB, {run}: {stats}"),
     )
-    summary = reporting.summarize_results(results)
+    _report(results, reporting.summarize_results(results), target)
+    console.print(f"results: {results} (summary.json, plots/)")
+
+
+def _report(results: Path, summary: dict[str, Any], target: InfluxTarget | None) -> None:
+    """The summary to InfluxDB (when `target` is one) and the comparison table to the console."""
     if target is not None:
         try:
             points, rejected = import_summary(InfluxClient(target), results)
@@ -135,7 +140,6 @@ def run(
         except UserError as error:
             console.print(f"InfluxDB: summary not written ({error.message}); `rnf record import {results}` later")
     reporting.print_table({results.name: summary}, console)
-    console.print(f"results: {results} (summary.json, plots/)")
 
 
 def _run_on_cluster(
@@ -175,13 +179,7 @@ def _run_on_cluster(
         summary = None
         console.print(f"no report: {error.message}")
     if summary is not None:
-        if target is not None:
-            try:
-                points, rejected = import_summary(InfluxClient(target), results)
-                console.print(f"InfluxDB: summary of {points} points written, {rejected} rejected")
-            except UserError as error:
-                console.print(f"InfluxDB: summary not written ({error.message}); `rnf record import {results}` later")
-        reporting.print_table({results.name: summary}, console)
+        _report(results, summary, target)
     console.print(f"results: {results} (summary.json, plots/)")
     if outcome.failures:
         raise click.ClickException(
