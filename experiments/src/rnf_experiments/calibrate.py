@@ -19,8 +19,13 @@ What is taken from where:
   which are longer than a millisecond when it runs slower than real time: the calibrated period is the subframes
   over the TTIs per wall-clock ms the eNB ran (through the bridge, 0.86: 20 subframes are 23.1 ms, and the ACKs
   reached the core in bunches 23.3 ms apart at the median, captured on srs_spgw_sgi). The fixed rest of the uplink
-  delay is the shortest TCP handshake of the arms (the SYN up, the SYN-ACK down through empty queues, the SYN the
-  luckiest with the occasion) less that backhaul delay and those 8 ms.
+  delay comes from the uplink packets' own delays, from the UE's TUN to the core's SGi device (`cells/owd.py`,
+  `uplink-packets.bin`, every arm's): the virtual cell sends what arrives up to the grant (4 ms after the request)
+  with the transmission 8 ms after the request, so its delays spread evenly over [4 ms, the period + 4 ms] plus the
+  fixed part, whose median is half the period + 4 ms + the fixed part: the fixed part is the measured median less
+  those (at least 0). Through the bridge srsue's ACKs took 2.7-28 ms (0.1 % and 95 % quantiles), 15.9 ms at the
+  median, with the SR every 23.6 ms: a fixed part of 0.3 ms. (The shortest TCP handshake, taken before, put it at
+  6.4 ms: the SYN, one per arm, rarely arrives just before a grant.)
 - **HARQ**: the retransmitted share of the bytes scheduled where data waited, as the block error rate per
   transport block, at LTE FDD's HARQ round trip of 8 TTIs, in wall-clock ms as the SR period.
 - **Queue limit**: the largest the telemetry reported, in bytes and in SDUs.
@@ -41,7 +46,7 @@ import json
 import math
 import re
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +68,7 @@ _DISCARD_TIMER = re.compile(r"\bdiscard_timer\s*=\s*(-?\d+)\s*;")
 _SR_CONFIG = re.compile(r"\bsched_request_cnfg\s*=\s*\{(.*?)\}", re.S)
 _PERIOD = re.compile(r"\bperiod\s*=\s*(\d+)\s*;")
 SR_TO_PUSCH_MS = 8.0  # LTE FDD: the grant 4 TTIs after the scheduling request, the transmission 4 after that
+SR_TO_GRANT_MS = 4.0  # the virtual cell's uplink.rs: what reaches the UE by its grant goes with the transmission
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,8 @@ class UeCalibration:
     ue: int
     capacity: list[tuple[float, float]]  # (time_s, rate_mbps), each rate until the next time; the last ends it
     backhaul_delay_ms: float
-    uplink_delay_ms: float
+    uplink_delay_ms: float  # the fixed part, after the SR, the grant and the transmission (calibrate())
+    uplink_p50_ms: float  # the median delay of the UE's uplink packets, TUN to SGi, over every arm
     harq_bler: float
     queue_limit_bytes: int
     queue_limit_sdus: int
@@ -190,15 +197,24 @@ def calibrate(results: Path) -> Calibration:
             raise UserError(f"{reference.directory}: UE {ue} has no flow or no telemetry to calibrate from")
         start_ns = min(f["start_ns"] for f in flows)
         ues.append(_calibrate_ue(reference.directory / "series.lp", ue, periods, start_ns, complete, telemetry))
+    sr_period = round(sr_period_ms(reference.directory / "rr.conf") / _ttis_per_ms(ues), 2)
+    ues = [replace(ue, uplink_delay_ms=_uplink_fixed_ms(ue.uplink_p50_ms, sr_period)) for ue in ues]
     return Calibration(
         source=str(results),
         reference_arm=reference.arm,
         n_prb=int(cell.get("n_prb", 25 if cell.get("kind") == "srsran" else 15)),
         telemetry_period_ms=int(cell.get("telemetry_period_ms", 10)),
         discard_timer_ms=discard_timer_ms(reference.directory / "rb.conf", int(cell.get("qci", 9))),
-        uplink_sr_period_ms=round(sr_period_ms(reference.directory / "rr.conf") / _ttis_per_ms(ues), 2),
+        uplink_sr_period_ms=sr_period,
         ues=ues,
     )
+
+
+def _uplink_fixed_ms(median_ms: float, sr_period_ms: float) -> float:
+    """The virtual cell's fixed uplink delay whose packets' median delay is `median_ms` (module docstring)."""
+    if sr_period_ms <= 0:
+        return round(median_ms, 2)
+    return round(max(median_ms - sr_period_ms / 2 - (SR_TO_PUSCH_MS - SR_TO_GRANT_MS), 0.0), 2)
 
 
 def discard_timer_ms(rb_conf: Path, qci: int) -> float:
@@ -234,6 +250,19 @@ def sr_period_ms(rr_conf: Path) -> float:
     return float(period[1])
 
 
+def _uplink_delays_ms(directory: Path, ue: int) -> np.ndarray:
+    """UE `ue`'s (1-based) uplink delays in a srsRAN run, ms; none where the run has no uplink-packets.bin."""
+    path = directory / "uplink-packets.bin"
+    if not path.exists():
+        return np.empty(0)
+    try:
+        records = np.fromfile(path, analysis.PACKET_RECORD)
+    except (OSError, ValueError) as error:
+        raise UserError(f"{path}: cannot read packet records: {error}") from None
+    records = records[records["ue"] == ue - 1]
+    return (records["delivery_ns"].astype(np.int64) - records["arrival_ns"].astype(np.int64)) / 1e6
+
+
 def _calibrate_ue(
     series: Path, ue: int, periods: list[Period], start_ns: int, runs: list[analysis.ArmRun], telemetry: dict[Path, Any]
 ) -> UeCalibration:
@@ -249,14 +278,13 @@ def _calibrate_ue(
     if delays.size == 0:
         raise UserError(f"UE {ue}: no packet records (packets.bin) in any run: the one-way delay is unknown")
     backhaul = float(np.percentile(delays, DELAY_QUANTILE))
-    handshakes = [
-        (f["connected_ns"] - f["start_ns"]) / 1e6
-        for r in runs
-        for f in r.flows
-        if f.get("ue") == ue and f.get("connected_ns") and f.get("start_ns")
-    ]
-    if not handshakes:
-        raise UserError(f"UE {ue}: no flow connected in any run: the uplink delay is unknown")
+    uplink = [_uplink_delays_ms(r.directory, ue) for r in runs]
+    uplink_delays = np.concatenate(uplink)
+    if uplink_delays.size == 0:
+        raise UserError(
+            f"UE {ue}: no uplink packet records (uplink-packets.bin) in any run: the uplink delay is unknown "
+            "(runs before the uplink captures lack them: run the srsRAN scenario again)"
+        )
     new = retx = 0
     for run in runs:
         run_periods = telemetry[run.directory].get(ue, [])
@@ -276,7 +304,8 @@ def _calibrate_ue(
         ue=ue,
         capacity=capacity,
         backhaul_delay_ms=round(backhaul, 2),
-        uplink_delay_ms=round(max(min(handshakes) - backhaul - SR_TO_PUSCH_MS, 0.0), 2),
+        uplink_delay_ms=math.nan,  # calibrate() fits it once the SR period is known
+        uplink_p50_ms=round(float(np.median(uplink_delays)), 2),
         harq_bler=round(retx / (new + retx), 4) if new + retx else 0.0,
         queue_limit_bytes=limit_bytes,
         queue_limit_sdus=limit_sdus,

@@ -159,3 +159,36 @@ def test_a_record_cut_off_at_the_end_of_a_capture_counts_as_lost(tmp_path):
     assert counts["captures"]["ue2"]["truncated"] is True
     assert counts["lost"] == 1
     assert counts["matched"] == 8
+
+
+# The uplink: ACKs leaving two UEs' TUNs, reaching the core's SGi device. UE 2's ACK has UE 1's IP ID and ports (the
+# same bytes but for its source address) and must not match UE 1's departure; one of UE 1's ACKs is lost.
+def ack(ue, ident, ack_number):
+    segment = struct.pack("!HHIIBBHHH", 40000, 5201, 1, ack_number, 5 << 4, 0x10, 65535, 0, 0)
+    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(segment), ident, 0x4000, 64, 6, 0,
+                         ue_address(ue), SERVER)  # fmt: skip
+    return header + segment
+
+
+ACK1, ACK2, ACK3, LOST = ack(1, 10, 1401), ack(1, 11, 2801), ack(2, 10, 1401), ack(1, 12, 4201)
+UE1_UP = [(at(0), ACK1), (at(3), ACK2), (at(4), LOST)]
+UE2_UP = [(at(1), ACK3)]
+SGI_UP = [(at(10.5), ACK3), (at(11), ACK1), (at(11), ACK2)]  # one bunch at the grant
+# (ue, left the UE, reached the core): UE 1's ACKs in arrival order, then UE 2's
+UPLINK = [(0, 0, 11), (0, 3, 11), (1, 1, 10.5)]
+
+
+def test_each_uplink_packet_is_matched_to_its_own_ues_departure(tmp_path):
+    write_pcap(tmp_path / "sgi-up.pcap", SGI_UP)
+    write_pcap(tmp_path / "ue1-up.pcap", UE1_UP)
+    write_pcap(tmp_path / "ue2-up.pcap", UE2_UP)
+    counts = owd.measure_uplink(
+        [tmp_path / "ue1-up.pcap", tmp_path / "ue2-up.pcap"], tmp_path / "sgi-up.pcap", tmp_path / "up.bin"
+    )
+    records = np.fromfile(tmp_path / "up.bin", analysis.PACKET_RECORD)
+    found = [(int(r["ue"]), int(r["arrival_ns"]), int(r["delivery_ns"])) for r in records]
+    assert found == [(ue, at(left), at(reached)) for ue, left, reached in UPLINK]
+    assert (counts["departures"], counts["arrivals"], counts["matched"]) == (4, 3, 3)
+    assert (counts["unmatched_departures"], counts["unmatched_arrivals"]) == (1, 0)
+    # delays 11, 8 and 9.5 ms: numpy's linear quantiles, 0.1 % = 8 + 0.002 x 1.5, 95 % = 9.5 + 0.9 x 1.5
+    assert counts["delay"] == {"p0.1_ms": 8.003, "p50_ms": 9.5, "p95_ms": 10.85}

@@ -15,11 +15,18 @@ therefore matches the first unmatched departure: first in, first out, as the RLC
 in the cell, the second copy's delay is counted from the first one's departure. Each departure and each arrival is
 used at most once: an arrival with no departure waiting (the SGi capture missed it, or the cell delivered a packet
 twice) is counted, not recorded.
+
+The uplink likewise (`measure_uplink`): each UE's packets leaving its TUN (outbound) matched to the packets the core
+receives on its SGi device (inbound) from that UE's address, written to `uplink-packets.bin` in the same records
+(`arrival_ns` the departure from the UE's TUN, `delivery_ns` the arrival at the SGi device). Through srsue the uplink
+is mostly TCP's ACKs, which wait for a scheduling-request occasion and a grant: the delays that `rnf calibrate`
+fits the virtual cell's uplink to (`calibrate.py`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import struct
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -147,6 +154,15 @@ def _packets(path: Path) -> tuple[list[Packet], dict[str, Any]]:
     return packets, read
 
 
+def _uplink_quantiles(deliveries: list[Delivery]) -> dict[str, float] | None:
+    """The uplink delays' 0.1 % quantile, median and 95th percentile in ms; None without any."""
+    if not deliveries:
+        return None
+    delays_ms = np.array([d.arrival_ns - d.departure_ns for d in deliveries]) / 1e6
+    low, median, high = np.percentile(delays_ms, [0.1, 50, 95])
+    return {"p0.1_ms": round(float(low), 3), "p50_ms": round(float(median), 3), "p95_ms": round(float(high), 3)}
+
+
 def _capture_counts(stats: CaptureStats | None, read: dict[str, Any]) -> dict[str, Any]:
     """One capture's counts; `lost` is None when tcpdump's own counts are unknown (it was killed)."""
     if stats is None:
@@ -155,6 +171,22 @@ def _capture_counts(stats: CaptureStats | None, read: dict[str, Any]) -> dict[st
     unwritten = max(stats.captured - read["frames"], 0)
     counts = {"captured": stats.captured, "received": stats.received, "dropped": stats.dropped}
     return read | counts | {"unread": stats.unread, "lost": stats.lost + unwritten}
+
+
+def _result(matching: Matching, captures: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A matching's counts and its captures' for the cell's summary; `lost` sums what the captures saw pass and did
+    not record (None when some capture's counts are unknown)."""
+    lost = [c["lost"] for c in captures.values()]
+    return {
+        "matched": len(matching.deliveries),
+        "departures": matching.departures,
+        "arrivals": matching.arrivals,
+        "unmatched_departures": matching.unmatched_departures,
+        "unmatched_arrivals": matching.unmatched_arrivals,
+        "repeated_departures": matching.repeated_departures,
+        "lost": None if None in lost else sum(lost),
+        "captures": captures,
+    }
 
 
 def measure(
@@ -173,48 +205,80 @@ def measure(
         captures[f"ue{index + 1}"] = _capture_counts(stats.get(f"ue{index + 1}"), ue_read)
     matching = match(departures, arrivals)
     write_packets(packets_path, matching.deliveries)
-    lost = [c["lost"] for c in captures.values()]
-    return {
-        "matched": len(matching.deliveries),
-        "departures": matching.departures,
-        "arrivals": matching.arrivals,
-        "unmatched_departures": matching.unmatched_departures,
-        "unmatched_arrivals": matching.unmatched_arrivals,
-        "repeated_departures": matching.repeated_departures,
-        "lost": None if None in lost else sum(lost),
-        "captures": captures,
-    }
+    return _result(matching, captures)
+
+
+def measure_uplink(
+    ues: list[Path], sgi: Path, packets_path: Path, stats: dict[str, CaptureStats | None] | None = None
+) -> dict[str, Any]:
+    """Matches each UE's uplink capture in `ues` (UE n+1 at index n) against the core's, `sgi`, writes their
+    deliveries (by UE, then by arrival) at `packets_path` and returns `measure`'s counts, the captures named
+    `sgi`, `ue1`, ..., with the delays' quantiles (`delay`, None without any delivery)."""
+    stats = stats or {}
+    arrivals, sgi_read = _packets(sgi)
+    captures = {"sgi": _capture_counts(stats.get("sgi"), sgi_read)}
+    per_ue = []
+    for index, path in enumerate(ues):
+        departures, ue_read = _packets(path)
+        captures[f"ue{index + 1}"] = _capture_counts(stats.get(f"ue{index + 1}"), ue_read)
+        source = ipaddress.IPv4Address(ue_ip(index)).packed
+        per_ue.append(match(departures, {index: [p for p in arrivals if p.key[0] == source]}))
+    matching = Matching(
+        deliveries=[d for m in per_ue for d in m.deliveries],
+        departures=sum(m.departures for m in per_ue),
+        # arrivals from no UE's address (none is expected: the filter takes the pool) are unmatched as well
+        arrivals=len(arrivals),
+        unmatched_departures=sum(m.unmatched_departures for m in per_ue),
+        unmatched_arrivals=len(arrivals) - sum(len(m.deliveries) for m in per_ue),
+        repeated_departures=sum(m.repeated_departures for m in per_ue),
+    )
+    write_packets(packets_path, matching.deliveries)
+    return _result(matching, captures) | {"delay": _uplink_quantiles(matching.deliveries)}
 
 
 class DelayCapture:
     """The captures of one srsRAN cell: downlink packets leaving `core_ns`'s SGi device and arriving at each UE's
-    TUN (one namespace per UE), as `capture-sgi.pcap`, `capture-ue<n>.pcap` (with their tcpdump logs) in `workdir`;
-    `finish()` stops them and writes `packets.bin`."""
+    TUN (one namespace per UE), as `capture-sgi.pcap`, `capture-ue<n>.pcap` (with their tcpdump logs) in `workdir`,
+    and the uplink's the other way, as `capture-sgi-up.pcap`, `capture-ue<n>-up.pcap`; `finish()` stops them and
+    writes `packets.bin` and `uplink-packets.bin`."""
 
     def __init__(self, workdir: Path, core_ns: str, ue_namespaces: tuple[str, ...]) -> None:
         self.workdir = workdir
-        # the downlink by its addresses (capture.Capture): to a UE of the pool, and not to the SGi address itself
+        # each direction by its addresses (capture.Capture): to (from) a UE of the pool, not the SGi address itself
         downlink = f"ip dst net {UE_POOL} and not ip dst host {UE_POOL_GATEWAY}"
-        self.captures = {"sgi": Capture(core_ns, SGI_IFNAME, "out", downlink, *self._files("sgi"))} | {
+        uplink = f"ip src net {UE_POOL} and not ip src host {UE_POOL_GATEWAY}"
+        self.downlink = {"sgi": Capture(core_ns, SGI_IFNAME, "out", downlink, *self._files("sgi"))} | {
             f"ue{i + 1}": Capture(namespace, UE_IFNAME, "in", f"ip dst host {ue_ip(i)}", *self._files(f"ue{i + 1}"))
+            for i, namespace in enumerate(ue_namespaces)
+        }
+        self.uplink = {"sgi": Capture(core_ns, SGI_IFNAME, "in", uplink, *self._files("sgi-up"))} | {
+            f"ue{i + 1}": Capture(namespace, UE_IFNAME, "out", f"ip src host {ue_ip(i)}", *self._files(f"ue{i + 1}-up"))
             for i, namespace in enumerate(ue_namespaces)
         }
 
     def _files(self, name: str) -> tuple[Path, Path]:
         return self.workdir / f"capture-{name}.pcap", self.workdir / f"capture-{name}.log"
 
+    def _all(self) -> list[Capture]:
+        return [*self.downlink.values(), *self.uplink.values()]
+
     def start(self) -> None:
         """Every capture running, or none (CaptureError)."""
         try:
-            for capture in self.captures.values():
+            for capture in self._all():
                 capture.start()
         except BaseException:
-            for capture in self.captures.values():
+            for capture in self._all():
                 capture.stop()
             raise
 
     def finish(self) -> dict[str, Any]:
-        """Stops the captures, writes packets.bin and returns `measure`'s counts."""
-        stats = {name: capture.stop() for name, capture in self.captures.items()}
-        ues = [capture.path for name, capture in self.captures.items() if name != "sgi"]
-        return measure(self.captures["sgi"].path, ues, self.workdir / "packets.bin", stats)
+        """Stops the captures, writes packets.bin and uplink-packets.bin and returns `measure`'s counts, with
+        `measure_uplink`'s as `uplink`."""
+        down = {name: capture.stop() for name, capture in self.downlink.items()}
+        up = {name: capture.stop() for name, capture in self.uplink.items()}
+        ues = [capture.path for name, capture in self.downlink.items() if name != "sgi"]
+        counts = measure(self.downlink["sgi"].path, ues, self.workdir / "packets.bin", down)
+        ues_up = [capture.path for name, capture in self.uplink.items() if name != "sgi"]
+        uplink = measure_uplink(ues_up, self.uplink["sgi"].path, self.workdir / "uplink-packets.bin", up)
+        return counts | {"uplink": uplink}
