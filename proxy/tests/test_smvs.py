@@ -33,7 +33,7 @@ class PlantRun:
     queues: list[float]
     quotas: list[int]
     d: int
-    in_band: float  # steps with |q - q0| < band, after the first second
+    in_band: float  # steps with |q - q0| < band, after 2 s: the loop estimator's warm-up (1 s) and a second to settle
     swing: float  # max - min of the queue over the last second
     drops: float
 
@@ -58,7 +58,7 @@ def run_plant(config, loop, rate=lambda k: 750_000, b_max=100_000, steps=600, mi
         inside.append(abs(queue - state.q0) < state.band)
     tail = queues[-100:]
     return PlantRun(
-        queues, released[loop:], smvs.d, sum(inside[100:]) / len(inside[100:]), max(tail) - min(tail), drops
+        queues, released[loop:], smvs.d, sum(inside[200:]) / len(inside[200:]), max(tail) - min(tail), drops
     )
 
 

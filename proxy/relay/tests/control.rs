@@ -667,7 +667,7 @@ fn estimator(steps: i64, history: &[f64], lag_cov: &[f64], means: [f64; 3]) -> B
 fn the_loop_delay_is_the_lag_at_which_the_changes_of_quotas_and_arrivals_covary_most() {
     let params = smvs_params();
     // w(k-1) = 1000, w(k-2) = 400, 0 before: the quota changed by 600 one step ago, by 400 two steps ago
-    let mut bank = estimator(30, &[1000.0, 400.0], &[], [200.0, 400.0, 100.0]);
+    let mut bank = estimator(130, &[1000.0, 400.0], &[], [200.0, 400.0, 100.0]);
     bank.f("prev_queue")[0] = 100.0;
     let mut arrivals = report(0, 600.0, 300.0);
     arrivals.dropped = 200.0; // arrived: 600 - 100 (queued before) + 300 served + 200 dropped = 1000, 900 more
@@ -691,7 +691,7 @@ fn a_loop_delay_is_learnt_only_past_the_warm_up() {
     let params = smvs_params();
     let mut cov = vec![0.0; LAGS];
     cov[2] = 100.0; // lag 3 stands out
-    for (steps, learnt) in [(19, 0), (20, 3)] {
+    for (steps, learnt) in [(99, 0), (100, 3)] {
         let mut bank = estimator(steps, &[], &cov, [0.0; 3]);
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         assert_close!(bank.f("lag_cov")[2], 99.0); // 0.99 x 100, no new covariance (no change anywhere)
@@ -703,7 +703,7 @@ fn a_loop_delay_is_learnt_only_past_the_warm_up() {
 fn a_neighbouring_lag_does_not_hide_the_peak_but_an_alias_two_lags_away_does() {
     let params = smvs_params();
     let learnt = |cov: &[f64]| {
-        let mut bank = estimator(30, &[], cov, [0.0; 3]);
+        let mut bank = estimator(130, &[], cov, [0.0; 3]);
         bank.i("loop_steps")[0] = 7; // learnt before
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         bank.i("loop_steps")[0]

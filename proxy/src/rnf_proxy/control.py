@@ -41,6 +41,7 @@ class ControllerState:
     s: float | None = None  # bytes: predicted sliding variable S(k) (paper 000 eq. 36)
     band: float | None = None  # bytes: predicted quasi-sliding band eps*Ts/(1-delta*Ts) (paper 000 eq. 37)
     in_band: bool | None = None  # |q - q0| < band
+    in_flight_steps: int | None = None  # steps of quotas counted on their way to the queue (n in paper 000 eq. 34)
     outage: bool = False
     fallback: bool = False  # telemetry stale or missing: the documented fallback is in force
 
@@ -49,6 +50,8 @@ class ControllerState:
         values: dict[str, float | int] = {"outage": int(self.outage), "stale": int(self.fallback)}
         if self.in_band is not None:  # only SMVS has a band, and only once q0 is known
             values["in_band"] = int(self.in_band)
+        if self.in_flight_steps is not None:
+            values["in_flight_steps"] = self.in_flight_steps
         for key, name in (("w", "w_bytes"), ("q", "q_bytes"), ("q0", "q0_bytes")):
             value = getattr(self, key)
             if value is not None:

@@ -319,6 +319,7 @@ class SmvsBank(RowBank):
             s=None if math.isnan(s) else s,
             band=band if resolved else None,
             in_band=abs(q - q0) < band if resolved else None,
+            in_flight_steps=int(self.d[row]) if resolved else None,
             outage=bool(self.outage[row]),
         )
 
