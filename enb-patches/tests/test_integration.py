@@ -392,7 +392,8 @@ def test_rnf_run_on_the_srsran_cell_compares_smvs_with_cubic(
 ) -> None:
     """`rnf run experiments/scenarios/srsran-smvs.toml`, shortened: the results folder has both arms, utilization
     figures that are numbers, each run's queue series (the `telemetry` and `cell` measurements), and the one-way
-    delay through the cell from the packet captures, none lost, carrying the bytes the UE received."""
+    delay through the cell from the packet captures, none lost, carrying the bytes the UE received; and the
+    uplink's, its ACKs timed by srsue's scheduling requests."""
     results = _run_shortened("srsran-smvs", srsran_build, sctp_preload, tmp_path, timeout_s=800)
     summary = json.loads((results / "summary.json").read_text())
     assert set(summary["arms"]) == {"smvs", "cubic"}
@@ -428,6 +429,18 @@ def test_rnf_run_on_the_srsran_cell_compares_smvs_with_cubic(
         records = np.fromfile(results / "runs" / run / "packets.bin", PACKET_RECORD)
         received = sum(transfer["bytes"] for r in summary["runs"] if r["arm"] == arm for transfer in r["transfers"])
         assert 1.0 <= int(records["length"].sum()) / received < 1.1, (arm, int(records["length"].sum()), received)
+        # the uplink, the other way (uplink-packets.bin): the client's ACKs, every one matched, and delayed as
+        # srsue sends them, at its scheduling-request occasions every 20 subframes of rr.conf (20 ms or more on a
+        # stack slower than real time): spread over at least 0.8 of a period, the earliest catching a grant
+        uplink = delay["uplink"]
+        print(
+            f"{arm}: uplink delay p0.1 {uplink['delay']['p0.1_ms']:.1f} ms, p50 {uplink['delay']['p50_ms']:.1f} ms, "
+            f"p95 {uplink['delay']['p95_ms']:.1f} ms; {uplink['matched']} matched of {uplink['departures']}"
+        )
+        assert uplink["lost"] == 0 and uplink["unmatched_arrivals"] == 0, (arm, uplink)
+        assert uplink["matched"] >= 0.99 * uplink["departures"] > 0, (arm, uplink)
+        assert uplink["delay"]["p95_ms"] - uplink["delay"]["p0.1_ms"] >= 0.8 * 20, (arm, uplink["delay"])
+        assert uplink["delay"]["p0.1_ms"] < 8, (arm, uplink["delay"])
 
 
 @pytest.mark.root
