@@ -110,17 +110,17 @@ phy_cnfg = {
 """
 
 
-def _srsran_results(root: Path, ttis_per_period: int = 10) -> Path:
+def _srsran_results(root: Path, ttis_per_period: int = 10, uplink_spacing_ms: int = 10) -> Path:
     """Two arms on a srsRAN cell: `cubic` keeps the queue full (20000 B scheduled per 10 ms, 2000 of them resent),
-    `smvs` lets it run empty; `smvs`'s packets took 2 ms (one odd packet), 6 ms (999) and 20 ms (1000); the uplink
-    packets took 18 ms (1000 of `smvs`'s), 10 and 30 ms (500 each of `cubic`'s)."""
+    `smvs` lets it run empty; `smvs`'s packets took 2 ms (one odd packet), 6 ms (999) and 20 ms (1000). Each arm's
+    1000 uplink packets leave the UE 1 ms apart from 100.5 ms and reach the core in bunches every
+    `uplink_spacing_ms`, 7 ms after each multiple of it."""
     arms = [{"name": "smvs", "kind": "proxy", "controller": {"kind": "smvs"}}, {"name": "cubic", "cc": "cubic"}]
     scenario = {"name": "real", "description": "on srsRAN", "duration_s": 2, "repetitions": 1, "seed": 5,
                 "cell": {"kind": "srsran", "n_prb": 25, "qci": 9, "telemetry_period_ms": 10}, "arms": arms}  # fmt: skip
     root.mkdir(parents=True)
     (root / "metadata.json").write_text(json.dumps({"scenario": "real", "scenario_data": scenario}))
     handshakes = {"smvs": 26, "cubic": 30}
-    uplink_ms = {"smvs": [18.0] * 1000, "cubic": [10.0] * 500 + [30.0] * 500}
     for arm, periods in (
         ("smvs", [(0, 9000, 0, 20_000)] * 30),
         ("cubic", [(50_000, 18_000, 2000, 20_000)] * 30),
@@ -136,8 +136,9 @@ def _srsran_results(root: Path, ttis_per_period: int = 10) -> Path:
                 "received_bytes": 10**6, "requested_bytes": 0, "complete": True, "error": ""}  # fmt: skip
         (run / "flows" / "ue1-bulk1-1.json").write_text(json.dumps(flow))
         uplink = np.zeros(1000, PACKET_RECORD)
-        uplink["arrival_ns"] = 100 * MS + np.arange(1000) * 100_000
-        uplink["delivery_ns"] = uplink["arrival_ns"] + (np.array(uplink_ms[arm]) * MS).astype(np.uint64)
+        left_us = 100_500 + np.arange(1000) * 1000
+        uplink["arrival_ns"] = left_us * 1000
+        uplink["delivery_ns"] = (np.ceil(left_us / (uplink_spacing_ms * 1000)) * uplink_spacing_ms + 7) * MS
         uplink.tofile(run / "uplink-packets.bin")
         if arm == "smvs":
             delays_ms = np.array([2.0] + [6.0] * 999 + [20.0] * 1000)
@@ -150,15 +151,18 @@ def _srsran_results(root: Path, ttis_per_period: int = 10) -> Path:
 
 def test_a_stack_slower_than_real_time_stretches_the_sr_period_and_harq_round_trip_in_wall_clock_ms(tmp_path):
     # 8 TTIs per 10 ms period: 0.8 TTIs per ms, so rr.conf's 20-subframe SR period is 25 ms and HARQ's 8 TTIs 10 ms
-    results = _srsran_results(tmp_path / "real", ttis_per_period=8)
+    results = _srsran_results(tmp_path / "real", ttis_per_period=8, uplink_spacing_ms=40)
     found = calibrate.calibrate(results)
     assert found.ues[0].ttis_per_ms == pytest.approx(0.8)
     assert found.uplink_sr_period_ms == 25.0
-    # the uplink's median, 18 ms, less half the 25 ms period and the 4 ms from the grant to the transmission
-    assert found.ues[0].uplink_delay_ms == 1.5
+    # bunches 40 ms apart: fewer than the SR occasions, so the virtual cell's period is the SR's; the uplink's
+    # delays are 25 times 7.5, 8.5, ..., 46.5 ms, median 27 ms, less half the 25 ms and the grant's 4 ms
+    (ue,) = found.ues
+    assert (ue.uplink_spacing_ms, ue.uplink_period_ms, ue.uplink_delay_ms) == (40.0, 25.0, 10.5)
     path = calibrate.write(found, json.loads((results / "metadata.json").read_text())["scenario_data"], tmp_path / "c")
     scenario, _ = load_scenario(path)
     assert (scenario.cell.ues[0].uplink_sr_period_ms, scenario.cell.ues[0].harq_rtt_ms) == (25.0, 10.0)
+    assert scenario.cell.ues[0].uplink_delay_ms == 10.5
 
 
 def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_path):
@@ -167,9 +171,9 @@ def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_pat
     assert found.reference_arm == "cubic"  # its queue held data through every period
     (ue,) = found.ues
     assert ue.backhaul_delay_ms == 6.0  # the 0.1 % quantile of 2000 delays: not the one odd packet at 2 ms
-    # the median of every arm's uplink packets, 18 ms, less half the 20 ms SR period and the 4 ms from the grant to
-    # the transmission
-    assert (ue.uplink_p50_ms, ue.uplink_delay_ms) == (18.0, 4.0)
+    # the uplink came in bunches every 10 ms, more often than the SR period (20 ms): that is the virtual cell's
+    # period; its delays, 100 times 7.5, 8.5, ..., 16.5 ms, median 12 ms, less half the period and the grant's 4 ms
+    assert (ue.uplink_spacing_ms, ue.uplink_period_ms, ue.uplink_p50_ms, ue.uplink_delay_ms) == (10.0, 10.0, 12.0, 3.0)
     assert ue.harq_bler == 0.1  # 2000 of every 20000 B scheduled while data waited were resent
     assert (ue.queue_limit_bytes, ue.queue_limit_sdus) == (0, 256)
     assert ue.ttis_per_ms == pytest.approx(1.0)
@@ -183,8 +187,8 @@ def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_pat
     assert scenario.name == "real-calibrated" and [arm.name for arm in scenario.arms] == ["smvs", "cubic"]
     assert scenario.cell.kind == "virtual" and scenario.cell.wired.delay_ms == 0.0 and scenario.cell.prb == 25
     cell_ue = scenario.cell.ues[0]
-    assert (cell_ue.backhaul_delay_ms, cell_ue.uplink_delay_ms, cell_ue.harq_bler) == (6.0, 4.0, 0.1)
-    assert cell_ue.uplink_sr_period_ms == 20.0
+    assert (cell_ue.backhaul_delay_ms, cell_ue.uplink_delay_ms, cell_ue.harq_bler) == (6.0, 3.0, 0.1)
+    assert cell_ue.uplink_sr_period_ms == 10.0  # the uplink's own period
     assert (cell_ue.queue_limit_sdus, cell_ue.harq_rtt_ms, cell_ue.discard_timer_ms) == (256, 8.0, 150.0)
     # the trace the virtual cell will replay: 2000 B per 1 ms TTI for 241 ms
     trace = traces.read_csv(tmp_path / "c" / "capacity-ue1.csv")
@@ -238,7 +242,7 @@ def test_the_command_writes_the_calibrated_scenario_then_checks_a_run_of_it(tmp_
     results = _srsran_results(tmp_path / "real")
     written = CliRunner().invoke(cli, ["calibrate", str(results)])
     assert written.exit_code == 0, written.output
-    assert "capacity from arm 'cubic', 16.00 Mbit/s" in written.output and "uplink 4.0 ms" in written.output
+    assert "capacity from arm 'cubic', 16.00 Mbit/s" in written.output and "then 3.0 ms" in written.output
     assert (results / "calibrated" / "scenario.toml").is_file()
     summary = {"arms": {"smvs": {"utilization": 0.9, "queue_p50_bytes": 20_000, "queue_p95_bytes": 30_000,
                                  "delay_p95_ms": 21.0}}}  # fmt: skip

@@ -16,16 +16,21 @@ What is taken from where:
 - **Uplink**: srsue's packets wait for its next scheduling-request occasion, every `sched_request_cnfg.period`
   subframes of the run's `rr.conf` (srsenb's default: 20), then for the grant and the transmission (8 ms), so its TCP
   ACKs leave in bunches; the virtual cell does the same (`uplink_sr_period_ms`). The period is in the stack's TTIs,
-  which are longer than a millisecond when it runs slower than real time: the calibrated period is the subframes
-  over the TTIs per wall-clock ms the eNB ran (through the bridge, 0.86: 20 subframes are 23.1 ms, and the ACKs
-  reached the core in bunches 23.3 ms apart at the median, captured on srs_spgw_sgi). The fixed rest of the uplink
-  delay comes from the uplink packets' own delays, from the UE's TUN to the core's SGi device (`cells/owd.py`,
-  `uplink-packets.bin`, every arm's): the virtual cell sends what arrives up to the grant (4 ms after the request)
+  which are longer than a millisecond when it runs slower than real time: the SR period in wall-clock ms is the
+  subframes over the TTIs per wall-clock ms the eNB ran (through the bridge, 0.86: 20 subframes are 23.1 ms, and the
+  ACKs reached the core in bunches 23.3 ms apart at the median). But srsue may hold grants more often than it asks:
+  over ZeroMQ at 15 Mbit/s its ACKs reached the core every 9.7 ms at the median, whether or not one had waited
+  (grants for something else, presumably the RLC status reports of the downlink's acknowledged mode). So the
+  calibrated period is the shorter of the SR period and the median spacing of the uplink's bunches at the core
+  (packets less than BUNCH_GAP_MS apart are one transmission), from the uplink packets' own captures (`cells/owd.py`,
+  `uplink-packets.bin`, every arm's). The fixed rest of the uplink delay comes from the same packets' delays, from the
+  UE's TUN to the core's SGi device: the virtual cell sends what arrives up to the grant (4 ms after the request)
   with the transmission 8 ms after the request, so its delays spread evenly over [4 ms, the period + 4 ms] plus the
   fixed part, whose median is half the period + 4 ms + the fixed part: the fixed part is the measured median less
   those (at least 0). Through the bridge srsue's ACKs took 2.7-28 ms (0.1 % and 95 % quantiles), 15.9 ms at the
-  median, with the SR every 23.6 ms: a fixed part of 0.3 ms. (The shortest TCP handshake, taken before, put it at
-  6.4 ms: the SYN, one per arm, rarely arrives just before a grant.)
+  median, with a bunch every 23.6 ms: a fixed part of 0 ms (the shortest TCP handshake, taken before, put it at
+  6.4 ms: the SYN, one per arm, rarely arrives just before a grant); over ZeroMQ 1.5-21 ms, 11.3 ms at the median,
+  a bunch every 9.7 ms: 2.5 ms.
 - **HARQ**: the retransmitted share of the bytes scheduled where data waited, as the block error rate per
   transport block, at LTE FDD's HARQ round trip of 8 TTIs, in wall-clock ms as the SR period.
 - **Queue limit**: the largest the telemetry reported, in bytes and in SDUs.
@@ -69,6 +74,7 @@ _SR_CONFIG = re.compile(r"\bsched_request_cnfg\s*=\s*\{(.*?)\}", re.S)
 _PERIOD = re.compile(r"\bperiod\s*=\s*(\d+)\s*;")
 SR_TO_PUSCH_MS = 8.0  # LTE FDD: the grant 4 TTIs after the scheduling request, the transmission 4 after that
 SR_TO_GRANT_MS = 4.0  # the virtual cell's uplink.rs: what reaches the UE by its grant goes with the transmission
+BUNCH_GAP_MS = 2.0  # uplink packets reaching the core closer than this came in one transmission (one TTI's TB)
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,8 @@ class UeCalibration:
     backhaul_delay_ms: float
     uplink_delay_ms: float  # the fixed part, after the SR, the grant and the transmission (calibrate())
     uplink_p50_ms: float  # the median delay of the UE's uplink packets, TUN to SGi, over every arm
+    uplink_spacing_ms: float  # the median spacing of their bunches at the core (NaN: fewer than two bunches)
+    uplink_period_ms: float  # the virtual cell's: the shorter of the SR period and that spacing (calibrate())
     harq_bler: float
     queue_limit_bytes: int
     queue_limit_sdus: int
@@ -198,7 +206,7 @@ def calibrate(results: Path) -> Calibration:
         start_ns = min(f["start_ns"] for f in flows)
         ues.append(_calibrate_ue(reference.directory / "series.lp", ue, periods, start_ns, complete, telemetry))
     sr_period = round(sr_period_ms(reference.directory / "rr.conf") / _ttis_per_ms(ues), 2)
-    ues = [replace(ue, uplink_delay_ms=_uplink_fixed_ms(ue.uplink_p50_ms, sr_period)) for ue in ues]
+    ues = [_fit_uplink(ue, sr_period) for ue in ues]
     return Calibration(
         source=str(results),
         reference_arm=reference.arm,
@@ -210,11 +218,14 @@ def calibrate(results: Path) -> Calibration:
     )
 
 
-def _uplink_fixed_ms(median_ms: float, sr_period_ms: float) -> float:
-    """The virtual cell's fixed uplink delay whose packets' median delay is `median_ms` (module docstring)."""
-    if sr_period_ms <= 0:
-        return round(median_ms, 2)
-    return round(max(median_ms - sr_period_ms / 2 - (SR_TO_PUSCH_MS - SR_TO_GRANT_MS), 0.0), 2)
+def _fit_uplink(ue: UeCalibration, sr_period_ms: float) -> UeCalibration:
+    """The virtual cell's uplink period and fixed delay for `ue`, whose packets' median delay and bunch spacing the
+    captures measured (module docstring)."""
+    period = sr_period_ms if math.isnan(ue.uplink_spacing_ms) else min(sr_period_ms, ue.uplink_spacing_ms)
+    if period <= 0:
+        return replace(ue, uplink_period_ms=0.0, uplink_delay_ms=round(ue.uplink_p50_ms, 2))
+    fixed = max(ue.uplink_p50_ms - period / 2 - (SR_TO_PUSCH_MS - SR_TO_GRANT_MS), 0.0)
+    return replace(ue, uplink_period_ms=round(period, 2), uplink_delay_ms=round(fixed, 2))
 
 
 def discard_timer_ms(rb_conf: Path, qci: int) -> float:
@@ -250,17 +261,23 @@ def sr_period_ms(rr_conf: Path) -> float:
     return float(period[1])
 
 
-def _uplink_delays_ms(directory: Path, ue: int) -> np.ndarray:
-    """UE `ue`'s (1-based) uplink delays in a srsRAN run, ms; none where the run has no uplink-packets.bin."""
+def _uplink_records(directory: Path, ue: int) -> np.ndarray:
+    """UE `ue`'s (1-based) uplink packet records in a srsRAN run; none where the run has no uplink-packets.bin."""
     path = directory / "uplink-packets.bin"
     if not path.exists():
-        return np.empty(0)
+        return np.empty(0, analysis.PACKET_RECORD)
     try:
         records = np.fromfile(path, analysis.PACKET_RECORD)
     except (OSError, ValueError) as error:
         raise UserError(f"{path}: cannot read packet records: {error}") from None
-    records = records[records["ue"] == ue - 1]
-    return (records["delivery_ns"].astype(np.int64) - records["arrival_ns"].astype(np.int64)) / 1e6
+    return records[records["ue"] == ue - 1]
+
+
+def _bunch_spacings_ms(records: np.ndarray) -> np.ndarray:
+    """The spacings of the transmissions the records reached the core in, ms (BUNCH_GAP_MS tells them apart)."""
+    core_ms = np.sort(records["delivery_ns"].astype(np.int64)) / 1e6
+    starts = core_ms[np.r_[0, np.nonzero(np.diff(core_ms) > BUNCH_GAP_MS)[0] + 1]] if core_ms.size else core_ms
+    return np.diff(starts)
 
 
 def _calibrate_ue(
@@ -278,13 +295,16 @@ def _calibrate_ue(
     if delays.size == 0:
         raise UserError(f"UE {ue}: no packet records (packets.bin) in any run: the one-way delay is unknown")
     backhaul = float(np.percentile(delays, DELAY_QUANTILE))
-    uplink = [_uplink_delays_ms(r.directory, ue) for r in runs]
-    uplink_delays = np.concatenate(uplink)
+    uplink = [_uplink_records(r.directory, ue) for r in runs]
+    uplink_delays = np.concatenate(
+        [(u["delivery_ns"].astype(np.int64) - u["arrival_ns"].astype(np.int64)) / 1e6 for u in uplink]
+    )
     if uplink_delays.size == 0:
         raise UserError(
             f"UE {ue}: no uplink packet records (uplink-packets.bin) in any run: the uplink delay is unknown "
             "(runs before the uplink captures lack them: run the srsRAN scenario again)"
         )
+    spacings = np.concatenate([_bunch_spacings_ms(u) for u in uplink])
     new = retx = 0
     for run in runs:
         run_periods = telemetry[run.directory].get(ue, [])
@@ -306,6 +326,8 @@ def _calibrate_ue(
         backhaul_delay_ms=round(backhaul, 2),
         uplink_delay_ms=math.nan,  # calibrate() fits it once the SR period is known
         uplink_p50_ms=round(float(np.median(uplink_delays)), 2),
+        uplink_spacing_ms=round(float(np.median(spacings)), 2) if spacings.size else math.nan,
+        uplink_period_ms=math.nan,
         harq_bler=round(retx / (new + retx), 4) if new + retx else 0.0,
         queue_limit_bytes=limit_bytes,
         queue_limit_sdus=limit_sdus,
@@ -332,7 +354,7 @@ def scenario(calibration: Calibration, original: dict[str, Any]) -> dict[str, An
                 "trace": {"file": f"capacity-ue{ue.ue}.csv"},
                 "backhaul_delay_ms": ue.backhaul_delay_ms,
                 "uplink_delay_ms": ue.uplink_delay_ms,
-                "uplink_sr_period_ms": calibration.uplink_sr_period_ms,
+                "uplink_sr_period_ms": ue.uplink_period_ms,
                 "queue_limit_bytes": ue.queue_limit_bytes,
                 "queue_limit_sdus": ue.queue_limit_sdus,
                 "harq_bler": ue.harq_bler,

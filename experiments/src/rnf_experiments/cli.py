@@ -274,10 +274,10 @@ def calibrate(results: Path, output: Path | None, checked: Path | None) -> None:
     for ue in found.ues:
         console.print(
             f"UE {ue.ue}: capacity from arm {found.reference_arm!r}, {ue.mean_rate_mbps:.2f} Mbit/s mean "
-            f"(the eNB at {ue.ttis_per_ms:.3f} TTIs per ms); backhaul {ue.backhaul_delay_ms:.1f} ms, uplink "
-            f"{ue.uplink_delay_ms:.1f} ms after a scheduling request (every {found.uplink_sr_period_ms:g} ms) and "
-            f"its grant (its packets {ue.uplink_p50_ms:.1f} ms at the median), HARQ BLER {ue.harq_bler:.3f}, "
-            "queue limit "
+            f"(the eNB at {ue.ttis_per_ms:.3f} TTIs per ms); backhaul {ue.backhaul_delay_ms:.1f} ms; uplink: a "
+            f"transmission every {ue.uplink_period_ms:g} ms (the SR period {found.uplink_sr_period_ms:g} ms, its "
+            f"bunches {ue.uplink_spacing_ms:g} ms apart at the core), then {ue.uplink_delay_ms:.1f} ms (its packets "
+            f"{ue.uplink_p50_ms:.1f} ms at the median); HARQ BLER {ue.harq_bler:.3f}, queue limit "
             f"{ue.queue_limit_bytes} B / {ue.queue_limit_sdus} SDUs"
         )
     console.print(f"wrote {path}; run it with: rnf run {path}, then: rnf calibrate {results} --check RESULTS")
