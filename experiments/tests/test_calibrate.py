@@ -155,10 +155,10 @@ def test_a_stack_slower_than_real_time_stretches_the_sr_period_and_harq_round_tr
     found = calibrate.calibrate(results)
     assert found.ues[0].ttis_per_ms == pytest.approx(0.8)
     assert found.uplink_sr_period_ms == 25.0
-    # bunches 40 ms apart: fewer than the SR occasions, so the virtual cell's period is the SR's; the uplink's
-    # delays are 25 times 7.5, 8.5, ..., 46.5 ms, median 27 ms, less half the 25 ms and the grant's 4 ms
+    # chained grants every 8 TTIs, 10 ms here; bunches 40 ms apart: none chained, so the uplink's delays, 25 times
+    # 7.5, 8.5, ..., 46.5 ms, median 27 ms, less half the 25 ms SR period and the grant's 4 ms
     (ue,) = found.ues
-    assert (ue.uplink_spacing_ms, ue.uplink_period_ms, ue.uplink_delay_ms) == (40.0, 25.0, 10.5)
+    assert (ue.uplink_grant_period_ms, ue.uplink_grant_chain, ue.uplink_delay_ms) == (10.0, 0.0, 10.5)
     path = calibrate.write(found, json.loads((results / "metadata.json").read_text())["scenario_data"], tmp_path / "c")
     scenario, _ = load_scenario(path)
     assert (scenario.cell.ues[0].uplink_sr_period_ms, scenario.cell.ues[0].harq_rtt_ms) == (25.0, 10.0)
@@ -171,9 +171,11 @@ def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_pat
     assert found.reference_arm == "cubic"  # its queue held data through every period
     (ue,) = found.ues
     assert ue.backhaul_delay_ms == 6.0  # the 0.1 % quantile of 2000 delays: not the one odd packet at 2 ms
-    # the uplink came in bunches every 10 ms, more often than the SR period (20 ms): that is the virtual cell's
-    # period; its delays, 100 times 7.5, 8.5, ..., 16.5 ms, median 12 ms, less half the period and the grant's 4 ms
-    assert (ue.uplink_spacing_ms, ue.uplink_period_ms, ue.uplink_p50_ms, ue.uplink_delay_ms) == (10.0, 10.0, 12.0, 3.0)
+    # the uplink came in bunches every 10 ms, 8 TTIs at 1 TTI per ms less 2 ms: all chained (within 2.5 ms);
+    # its delays, 100 times 7.5, 8.5, ..., 16.5 ms, median 12 ms, less half the 8 ms grant period and 4 ms
+    assert (ue.uplink_grant_period_ms, ue.uplink_grant_chain) == (8.0, 0.99)  # below 1: the chain must break
+    # 0.99 x 8 / 2 + 0.01 x 20 / 2 = 4.06 ms of wait: 12 - 4.06 - 4 = 3.94 ms
+    assert (ue.uplink_p50_ms, ue.uplink_delay_ms) == (12.0, 3.94)
     assert ue.harq_bler == 0.1  # 2000 of every 20000 B scheduled while data waited were resent
     assert (ue.queue_limit_bytes, ue.queue_limit_sdus) == (0, 256)
     assert ue.ttis_per_ms == pytest.approx(1.0)
@@ -187,8 +189,9 @@ def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_pat
     assert scenario.name == "real-calibrated" and [arm.name for arm in scenario.arms] == ["smvs", "cubic"]
     assert scenario.cell.kind == "virtual" and scenario.cell.wired.delay_ms == 0.0 and scenario.cell.prb == 25
     cell_ue = scenario.cell.ues[0]
-    assert (cell_ue.backhaul_delay_ms, cell_ue.uplink_delay_ms, cell_ue.harq_bler) == (6.0, 3.0, 0.1)
-    assert cell_ue.uplink_sr_period_ms == 10.0  # the uplink's own period
+    assert (cell_ue.backhaul_delay_ms, cell_ue.uplink_delay_ms, cell_ue.harq_bler) == (6.0, 3.94, 0.1)
+    grants = (cell_ue.uplink_sr_period_ms, cell_ue.uplink_grant_period_ms, cell_ue.uplink_grant_chain)
+    assert grants == (20.0, 8.0, 0.99)
     assert (cell_ue.queue_limit_sdus, cell_ue.harq_rtt_ms, cell_ue.discard_timer_ms) == (256, 8.0, 150.0)
     # the trace the virtual cell will replay: 2000 B per 1 ms TTI for 241 ms
     trace = traces.read_csv(tmp_path / "c" / "capacity-ue1.csv")
@@ -242,7 +245,7 @@ def test_the_command_writes_the_calibrated_scenario_then_checks_a_run_of_it(tmp_
     results = _srsran_results(tmp_path / "real")
     written = CliRunner().invoke(cli, ["calibrate", str(results)])
     assert written.exit_code == 0, written.output
-    assert "capacity from arm 'cubic', 16.00 Mbit/s" in written.output and "then 3.0 ms" in written.output
+    assert "capacity from arm 'cubic', 16.00 Mbit/s" in written.output and "then 3.9 ms" in written.output
     assert (results / "calibrated" / "scenario.toml").is_file()
     summary = {"arms": {"smvs": {"utilization": 0.9, "queue_p50_bytes": 20_000, "queue_p95_bytes": 30_000,
                                  "delay_p95_ms": 21.0}}}  # fmt: skip

@@ -131,3 +131,33 @@ def test_bad_ack_regulators_name_the_field(ue, message):
     with pytest.raises(UserError) as raised:
         parse_cell({"ues": [{"trace": CONSTANT, **ue}]}, "cell.toml")
     assert message in raised.value.message, raised.value.message
+
+
+@pytest.mark.parametrize(
+    ("ue", "message"),
+    [
+        ({"uplink_grant_chain": 1.0, "uplink_grant_period_ms": 9}, "ues[0].uplink_grant_chain: Input should be less"),
+        ({"uplink_grant_chain": -0.1}, "ues[0].uplink_grant_chain: Input should be greater"),
+        ({"uplink_grant_period_ms": -1}, "ues[0].uplink_grant_period_ms: Input should be greater"),
+        (
+            {"uplink_grant_chain": 0.5, "uplink_sr_period_ms": 20},
+            "ues[0]: uplink_grant_chain needs uplink_grant_period_ms and uplink_sr_period_ms",
+        ),
+        (
+            {"uplink_grant_chain": 0.5, "uplink_grant_period_ms": 9},
+            "ues[0]: uplink_grant_chain needs uplink_grant_period_ms and uplink_sr_period_ms",
+        ),
+    ],
+)
+def test_bad_chained_grants_name_the_field(ue, message):
+    with pytest.raises(UserError) as raised:
+        parse_cell({"ues": [{"trace": CONSTANT, **ue}]}, "cell.toml")
+    assert message in raised.value.message, raised.value.message
+
+
+def test_chained_grants_reach_the_datapath_in_microseconds(tmp_path):
+    ue = {"trace": CONSTANT, "uplink_sr_period_ms": 23.06, "uplink_grant_period_ms": 9.23, "uplink_grant_chain": 0.21}
+    config = parse_cell({"ues": [ue]}, "cell.toml")
+    (written,) = datapath_config(config, Names("rnf", 1), [tmp_path / "ue1.trace"], None, None)["ues"]
+    assert (written["uplink_sr_period_us"], written["uplink_grant_period_us"]) == (23_060, 9_230)
+    assert written["uplink_grant_chain"] == 0.21

@@ -18,19 +18,21 @@ What is taken from where:
   ACKs leave in bunches; the virtual cell does the same (`uplink_sr_period_ms`). The period is in the stack's TTIs,
   which are longer than a millisecond when it runs slower than real time: the SR period in wall-clock ms is the
   subframes over the TTIs per wall-clock ms the eNB ran (through the bridge, 0.86: 20 subframes are 23.1 ms, and the
-  ACKs reached the core in bunches 23.3 ms apart at the median). But srsue may hold grants more often than it asks:
-  over ZeroMQ at 15 Mbit/s its ACKs reached the core every 9.7 ms at the median, whether or not one had waited
-  (grants for something else, presumably the RLC status reports of the downlink's acknowledged mode). So the
-  calibrated period is the shorter of the SR period and the median spacing of the uplink's bunches at the core
-  (packets less than BUNCH_GAP_MS apart are one transmission), from the uplink packets' own captures (`cells/owd.py`,
-  `uplink-packets.bin`, every arm's). The fixed rest of the uplink delay comes from the same packets' delays, from the
-  UE's TUN to the core's SGi device: the virtual cell sends what arrives up to the grant (4 ms after the request)
-  with the transmission 8 ms after the request, so its delays spread evenly over [4 ms, the period + 4 ms] plus the
-  fixed part, whose median is half the period + 4 ms + the fixed part: the fixed part is the measured median less
-  those (at least 0). Through the bridge srsue's ACKs took 2.7-28 ms (0.1 % and 95 % quantiles), 15.9 ms at the
-  median, with a bunch every 23.6 ms: a fixed part of 0 ms (the shortest TCP handshake, taken before, put it at
-  6.4 ms: the SYN, one per arm, rarely arrives just before a grant); over ZeroMQ 1.5-21 ms, 11.3 ms at the median,
-  a bunch every 9.7 ms: 2.5 ms.
+  ACKs reached the core in bunches 23.3 ms apart at the median). But srsue may be granted again after a
+  transmission without asking: over ZeroMQ at 15 Mbit/s its ACKs reached the core in bunches 8 TTIs apart (9.1 ms)
+  77 % of the time, whether or not one had waited (grants for something else, presumably the RLC status reports of
+  the downlink's acknowledged mode), and an SR occasion later otherwise; through the bridge 9-28 % of the time. The
+  virtual cell chains grants likewise (`uplink_grant_period_ms`, 8 TTIs in wall-clock ms, and `uplink_grant_chain`,
+  the share of the uplink's bunches at the core, packets less than BUNCH_GAP_MS apart being one transmission, that
+  came within CHAIN_TOLERANCE_MS of that period after the last; a bunch after a broken chain may come as soon by
+  chance, which the share counts too). All from the uplink packets' own captures (`cells/owd.py`,
+  `uplink-packets.bin`, every arm's). The fixed rest of the uplink delay comes from the same packets' delays, from
+  the UE's TUN to the core's SGi device: the virtual cell sends what arrives up to a grant (4 ms before its
+  transmission), so a packet waits about half the period of the grants it catches, chained (share `chain`) or asked
+  for at an SR occasion, then 4 ms, then the fixed part: the fixed part is the measured median less
+  chain x grant period / 2 + (1 - chain) x SR period / 2 + 4 ms (at least 0). Through the bridge srsue's ACKs took
+  2.7-28 ms (0.1 % and 95 % quantiles), 15.9 ms at the median, with an SR every 23.6 ms: a fixed part of 0 ms (the
+  shortest TCP handshake, taken before, put it at 6.4 ms: the SYN, one per arm, rarely arrives just before a grant).
 - **HARQ**: the retransmitted share of the bytes scheduled where data waited, as the block error rate per
   transport block, at LTE FDD's HARQ round trip of 8 TTIs, in wall-clock ms as the SR period.
 - **Queue limit**: the largest the telemetry reported, in bytes and in SDUs.
@@ -75,6 +77,7 @@ _PERIOD = re.compile(r"\bperiod\s*=\s*(\d+)\s*;")
 SR_TO_PUSCH_MS = 8.0  # LTE FDD: the grant 4 TTIs after the scheduling request, the transmission 4 after that
 SR_TO_GRANT_MS = 4.0  # the virtual cell's uplink.rs: what reaches the UE by its grant goes with the transmission
 BUNCH_GAP_MS = 2.0  # uplink packets reaching the core closer than this came in one transmission (one TTI's TB)
+CHAIN_TOLERANCE_MS = 2.5  # a bunch this close to a grant period after the last came on a chained grant
 
 
 @dataclass(frozen=True)
@@ -86,8 +89,8 @@ class UeCalibration:
     backhaul_delay_ms: float
     uplink_delay_ms: float  # the fixed part, after the SR, the grant and the transmission (calibrate())
     uplink_p50_ms: float  # the median delay of the UE's uplink packets, TUN to SGi, over every arm
-    uplink_spacing_ms: float  # the median spacing of their bunches at the core (NaN: fewer than two bunches)
-    uplink_period_ms: float  # the virtual cell's: the shorter of the SR period and that spacing (calibrate())
+    uplink_grant_period_ms: float  # chained grants: 8 TTIs in wall-clock ms
+    uplink_grant_chain: float  # the share of the uplink's bunches at the core a grant period after the last
     harq_bler: float
     queue_limit_bytes: int
     queue_limit_sdus: int
@@ -219,13 +222,12 @@ def calibrate(results: Path) -> Calibration:
 
 
 def _fit_uplink(ue: UeCalibration, sr_period_ms: float) -> UeCalibration:
-    """The virtual cell's uplink period and fixed delay for `ue`, whose packets' median delay and bunch spacing the
-    captures measured (module docstring)."""
-    period = sr_period_ms if math.isnan(ue.uplink_spacing_ms) else min(sr_period_ms, ue.uplink_spacing_ms)
-    if period <= 0:
-        return replace(ue, uplink_period_ms=0.0, uplink_delay_ms=round(ue.uplink_p50_ms, 2))
-    fixed = max(ue.uplink_p50_ms - period / 2 - (SR_TO_PUSCH_MS - SR_TO_GRANT_MS), 0.0)
-    return replace(ue, uplink_period_ms=round(period, 2), uplink_delay_ms=round(fixed, 2))
+    """`ue` with the virtual cell's fixed uplink delay, fitted to its packets' median delay (module docstring)."""
+    if sr_period_ms <= 0:
+        return replace(ue, uplink_grant_chain=0.0, uplink_delay_ms=round(ue.uplink_p50_ms, 2))
+    wait = ue.uplink_grant_chain * ue.uplink_grant_period_ms / 2 + (1 - ue.uplink_grant_chain) * sr_period_ms / 2
+    fixed = max(ue.uplink_p50_ms - wait - (SR_TO_PUSCH_MS - SR_TO_GRANT_MS), 0.0)
+    return replace(ue, uplink_delay_ms=round(fixed, 2))
 
 
 def discard_timer_ms(rb_conf: Path, qci: int) -> float:
@@ -305,6 +307,10 @@ def _calibrate_ue(
             "(runs before the uplink captures lack them: run the srsRAN scenario again)"
         )
     spacings = np.concatenate([_bunch_spacings_ms(u) for u in uplink])
+    span_ms = (periods[-1].time_ns - periods[0].time_ns) / 1e6
+    ttis_per_ms = (periods[-1].tti - periods[0].tti) / span_ms if span_ms > 0 else math.nan
+    grant_period = HARQ_RTT_TTIS / (ttis_per_ms if ttis_per_ms > 0 else 1.0)
+    chained = float(np.mean(np.abs(spacings - grant_period) <= CHAIN_TOLERANCE_MS)) if spacings.size else 0.0
     new = retx = 0
     for run in runs:
         run_periods = telemetry[run.directory].get(ue, [])
@@ -313,7 +319,6 @@ def _calibrate_ue(
             new += sum(p.sched_new for p, f in zip(run_periods[1:], full, strict=True) if f)
             retx += sum(p.sched_retx for p, f in zip(run_periods[1:], full, strict=True) if f)
     capacity = capacity_series(periods, start_ns)
-    span_ms = (periods[-1].time_ns - periods[0].time_ns) / 1e6
     limit_bytes = max(p.limit_bytes for p in periods)
     limit_sdus = max(p.limit_sdus for p in periods)
     if limit_bytes == 0 and limit_sdus == 0:
@@ -326,13 +331,14 @@ def _calibrate_ue(
         backhaul_delay_ms=round(backhaul, 2),
         uplink_delay_ms=math.nan,  # calibrate() fits it once the SR period is known
         uplink_p50_ms=round(float(np.median(uplink_delays)), 2),
-        uplink_spacing_ms=round(float(np.median(spacings)), 2) if spacings.size else math.nan,
-        uplink_period_ms=math.nan,
+        uplink_grant_period_ms=round(grant_period, 2),
+        # below 1: the virtual cell's chain must break
+        uplink_grant_chain=round(min(chained, 0.99), 3),
         harq_bler=round(retx / (new + retx), 4) if new + retx else 0.0,
         queue_limit_bytes=limit_bytes,
         queue_limit_sdus=limit_sdus,
         mean_rate_mbps=float(np.sum(rates * lengths) / np.sum(lengths)),
-        ttis_per_ms=(periods[-1].tti - periods[0].tti) / span_ms if span_ms > 0 else math.nan,
+        ttis_per_ms=ttis_per_ms,
     )
 
 
@@ -354,7 +360,9 @@ def scenario(calibration: Calibration, original: dict[str, Any]) -> dict[str, An
                 "trace": {"file": f"capacity-ue{ue.ue}.csv"},
                 "backhaul_delay_ms": ue.backhaul_delay_ms,
                 "uplink_delay_ms": ue.uplink_delay_ms,
-                "uplink_sr_period_ms": ue.uplink_period_ms,
+                "uplink_sr_period_ms": calibration.uplink_sr_period_ms,
+                "uplink_grant_period_ms": ue.uplink_grant_period_ms,
+                "uplink_grant_chain": ue.uplink_grant_chain,
                 "queue_limit_bytes": ue.queue_limit_bytes,
                 "queue_limit_sdus": ue.queue_limit_sdus,
                 "harq_bler": ue.harq_bler,

@@ -274,9 +274,9 @@ def calibrate(results: Path, output: Path | None, checked: Path | None) -> None:
     for ue in found.ues:
         console.print(
             f"UE {ue.ue}: capacity from arm {found.reference_arm!r}, {ue.mean_rate_mbps:.2f} Mbit/s mean "
-            f"(the eNB at {ue.ttis_per_ms:.3f} TTIs per ms); backhaul {ue.backhaul_delay_ms:.1f} ms; uplink: a "
-            f"transmission every {ue.uplink_period_ms:g} ms (the SR period {found.uplink_sr_period_ms:g} ms, its "
-            f"bunches {ue.uplink_spacing_ms:g} ms apart at the core), then {ue.uplink_delay_ms:.1f} ms (its packets "
+            f"(the eNB at {ue.ttis_per_ms:.3f} TTIs per ms); backhaul {ue.backhaul_delay_ms:.1f} ms; uplink: an SR "
+            f"every {found.uplink_sr_period_ms:g} ms, chained grants every {ue.uplink_grant_period_ms:g} ms "
+            f"{ue.uplink_grant_chain:.0%} of the time, then {ue.uplink_delay_ms:.1f} ms (its packets "
             f"{ue.uplink_p50_ms:.1f} ms at the median); HARQ BLER {ue.harq_bler:.3f}, queue limit "
             f"{ue.queue_limit_bytes} B / {ue.queue_limit_sdus} SDUs"
         )

@@ -248,12 +248,12 @@ impl Cell {
 
 /// SplitMix64 (Steele, Lea, Flood 2014): a small seeded generator, plenty for Bernoulli HARQ failures.
 #[derive(Debug, Clone)]
-struct SplitMix64 {
+pub(crate) struct SplitMix64 {
     state: u64,
 }
 
 impl SplitMix64 {
-    fn new(seed: u64) -> SplitMix64 {
+    pub(crate) fn new(seed: u64) -> SplitMix64 {
         SplitMix64 { state: seed }
     }
 
@@ -266,7 +266,7 @@ impl SplitMix64 {
     }
 
     /// Uniform in [0, 1).
-    fn uniform(&mut self) -> f64 {
+    pub(crate) fn uniform(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }

@@ -93,6 +93,12 @@ pub struct UeConfig {
     /// The UE's scheduling-request period: its uplink packets leave in bunches (uplink.rs); 0 for none.
     #[serde(default)]
     pub uplink_sr_period_us: u64,
+    /// Chained uplink grants (uplink.rs): after each transmission another `uplink_grant_period_us` later with
+    /// probability `uplink_grant_chain`; 0 for none.
+    #[serde(default)]
+    pub uplink_grant_period_us: u64,
+    #[serde(default)]
+    pub uplink_grant_chain: f64,
     /// The RLC queue's discipline (aqm.rs); tail drop when absent.
     #[serde(default)]
     pub queue_discipline: QueueDisciplineConfig,
@@ -295,6 +301,20 @@ impl Config {
                 return Err(format!("{}: must be at least 0 and below 1, got {}", field("harq_bler"), ue.harq_bler));
             }
             at_most(&field("uplink_sr_period_us"), ue.uplink_sr_period_us, 1_000_000)?;
+            at_most(&field("uplink_grant_period_us"), ue.uplink_grant_period_us, 1_000_000)?;
+            if !(ue.uplink_grant_chain >= 0.0 && ue.uplink_grant_chain < 1.0) {
+                return Err(format!(
+                    "{}: must be at least 0 and below 1, got {}",
+                    field("uplink_grant_chain"),
+                    ue.uplink_grant_chain
+                ));
+            }
+            if ue.uplink_grant_chain > 0.0 && (ue.uplink_grant_period_us == 0 || ue.uplink_sr_period_us == 0) {
+                return Err(format!(
+                    "{}: chained grants need uplink_grant_period_us and uplink_sr_period_us",
+                    field("uplink_grant_chain")
+                ));
+            }
             ue.queue_discipline.resolve(&field("queue_discipline"))?;
             if let Some(regulator) = &ue.ack_regulator {
                 regulator.resolve(&field("ack_regulator"), ue.queue_limit_bytes, self.tti_us)?;
@@ -432,6 +452,22 @@ mod tests {
             *value.pointer_mut(pointer).unwrap() = bad;
             assert_eq!(parse(&value).unwrap_err(), expected);
         }
+    }
+
+    #[test]
+    fn chained_grants_need_a_probability_below_1_and_their_periods() {
+        let mut value = example();
+        value["ues"][0]["uplink_grant_chain"] = serde_json::json!(1.0);
+        assert_eq!(parse(&value).unwrap_err(), "ues[0].uplink_grant_chain: must be at least 0 and below 1, got 1");
+        value["ues"][0]["uplink_grant_chain"] = serde_json::json!(0.5);
+        let error = parse(&value).unwrap_err();
+        assert_eq!(
+            error,
+            "ues[0].uplink_grant_chain: chained grants need uplink_grant_period_us and uplink_sr_period_us"
+        );
+        value["ues"][0]["uplink_grant_period_us"] = serde_json::json!(9000);
+        value["ues"][0]["uplink_sr_period_us"] = serde_json::json!(20000);
+        assert!(parse(&value).is_ok());
     }
 
     #[test]

@@ -40,6 +40,8 @@ const READ_BUDGET: usize = 32;
 const RELEASE_BUDGET: usize = 32;
 /// Messages (report batches, packet-log batches) waiting for the reporting thread.
 const REPORT_QUEUE: usize = 1024;
+/// Mixes the UE's index into the seed of its uplink's chained grants, a stream apart from its HARQ failures'.
+const UPLINK_SEED: u64 = 0x9E6C_63D0_676A_9A99;
 /// Packet-log records held back while the reporting thread is behind, before records are dropped.
 const LOG_BACKLOG_MAX: usize = 1 << 20;
 /// Packet-log records go to the reporting thread in batches: this many records, or every this many TTIs.
@@ -315,7 +317,14 @@ impl Datapath {
             uplink_timing: config
                 .ues
                 .iter()
-                .map(|ue| uplink::Uplink::new(0, ue.uplink_sr_period_us * 1000, ue.uplink_delay_us * 1000))
+                .enumerate()
+                .map(|(i, ue)| {
+                    uplink::Uplink::new(0, ue.uplink_sr_period_us * 1000, ue.uplink_delay_us * 1000).with_grants(
+                        ue.uplink_grant_period_us * 1000,
+                        ue.uplink_grant_chain,
+                        config.seed ^ (i as u64 + 1).wrapping_mul(UPLINK_SEED),
+                    )
+                })
                 .collect(),
             to_core: WiredLink::new(w.rate_bps, w.delay_us * 1000, w.queue_limit_bytes),
             to_server: WiredLink::new(w.rate_bps, w.delay_us * 1000, w.queue_limit_bytes),

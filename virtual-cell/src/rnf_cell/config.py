@@ -179,6 +179,8 @@ class UeConfig(Strict):
     backhaul_delay_ms: Delay = 10.0
     uplink_delay_ms: Delay = 10.0
     uplink_sr_period_ms: float = Field(default=0.0, ge=0, le=1000, allow_inf_nan=False)
+    uplink_grant_period_ms: float = Field(default=0.0, ge=0, le=1000, allow_inf_nan=False)
+    uplink_grant_chain: float = Field(default=0.0, ge=0.0, lt=1.0)
     queue_limit_bytes: int = Field(default=300_000, ge=0)
     queue_limit_sdus: int = Field(default=0, ge=0)
     harq_bler: float = Field(default=0.0, ge=0.0, lt=1.0)
@@ -192,6 +194,12 @@ class UeConfig(Strict):
     def _has_a_limit(self) -> UeConfig:
         if self.queue_limit_bytes == 0 and self.queue_limit_sdus == 0:
             raise ValueError("the RLC queue needs a limit: set queue_limit_bytes or queue_limit_sdus")
+        return self
+
+    @model_validator(mode="after")
+    def _chained_grants_have_their_periods(self) -> UeConfig:
+        if self.uplink_grant_chain > 0 and (self.uplink_grant_period_ms == 0 or self.uplink_sr_period_ms == 0):
+            raise ValueError("uplink_grant_chain needs uplink_grant_period_ms and uplink_sr_period_ms")
         return self
 
     @model_validator(mode="after")

@@ -137,6 +137,8 @@ def datapath_config(
                 "backhaul_delay_us": round(ue.backhaul_delay_ms * 1000),
                 "uplink_delay_us": round(ue.uplink_delay_ms * 1000),
                 "uplink_sr_period_us": round(ue.uplink_sr_period_ms * 1000),
+                "uplink_grant_period_us": round(ue.uplink_grant_period_ms * 1000),
+                "uplink_grant_chain": ue.uplink_grant_chain,
                 "queue_limit_bytes": ue.queue_limit_bytes,
                 "queue_limit_sdus": ue.queue_limit_sdus,
                 "harq_bler": ue.harq_bler,
