@@ -225,6 +225,15 @@ def load_queue_limits(path: Path) -> dict[int, int]:
     return limits
 
 
+def read_packet_records(path: Path) -> npt.NDArray[Any]:
+    """A packet log (PACKET_RECORD records: packets.bin, a srsRAN cell's uplink-packets.bin); none where the file is
+    absent, a UserError naming it where it cannot be read."""
+    try:
+        return np.fromfile(path, PACKET_RECORD) if path.exists() else np.empty(0, PACKET_RECORD)
+    except (OSError, ValueError) as error:
+        raise UserError(f"{path}: cannot read packet records: {error}") from None
+
+
 def load_arm_run(directory: Path) -> ArmRun:
     """One run folder, every file checked: a UserError names the first that is missing or malformed."""
     description = read_json(directory / "run.json", RUN_KEYS)
@@ -234,11 +243,7 @@ def load_arm_run(directory: Path) -> ArmRun:
     ):
         raise UserError(f"{directory / 'run.json'}: repetition is not a number or sweep has no index and value")
     flows = [read_json(p, FLOW_KEYS) for p in sorted((directory / "flows").glob("*.json"))]
-    packets_path = directory / "packets.bin"
-    try:
-        packets = np.fromfile(packets_path, PACKET_RECORD) if packets_path.exists() else np.empty(0, PACKET_RECORD)
-    except (OSError, ValueError) as error:
-        raise UserError(f"{packets_path}: cannot read packet records: {error}") from None
+    packets = read_packet_records(directory / "packets.bin")
     packets = packets[(packets["flags"] & PACKET_AQM_DROPPED) == 0]
     netstat_path = directory / "netstat.json"
     cell_summary_path = directory / "cell-summary.json"

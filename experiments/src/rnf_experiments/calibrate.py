@@ -208,7 +208,7 @@ def calibrate(results: Path) -> Calibration:
             raise UserError(f"{reference.directory}: UE {ue} has no flow or no telemetry to calibrate from")
         start_ns = min(f["start_ns"] for f in flows)
         ues.append(_calibrate_ue(reference.directory / "series.lp", ue, periods, start_ns, complete, telemetry))
-    sr_period = round(sr_period_ms(reference.directory / "rr.conf") / _ttis_per_ms(ues), 2)
+    sr_period = round(_wall_ms(sr_period_ms(reference.directory / "rr.conf"), _ttis_per_ms(ues)), 2)
     ues = [_fit_uplink(ue, sr_period) for ue in ues]
     return Calibration(
         source=str(results),
@@ -243,6 +243,11 @@ def discard_timer_ms(rb_conf: Path, qci: int) -> float:
     raise UserError(f"{rb_conf}: no qci = {qci} in qci_config")
 
 
+def _wall_ms(ttis: float, ttis_per_ms: float) -> float:
+    """`ttis` of a stack that ran `ttis_per_ms` TTIs per wall-clock ms, in wall-clock ms (TTIs as ms where unknown)."""
+    return ttis / ttis_per_ms if ttis_per_ms > 0 else ttis
+
+
 def _ttis_per_ms(ues: list[UeCalibration]) -> float:
     """The eNB's TTIs per wall-clock ms (one clock for all its UEs), 1 where unknown."""
     rates = [ue.ttis_per_ms for ue in ues if math.isfinite(ue.ttis_per_ms) and ue.ttis_per_ms > 0]
@@ -265,13 +270,7 @@ def sr_period_ms(rr_conf: Path) -> float:
 
 def _uplink_records(directory: Path, ue: int) -> np.ndarray:
     """UE `ue`'s (1-based) uplink packet records in a srsRAN run; none where the run has no uplink-packets.bin."""
-    path = directory / "uplink-packets.bin"
-    if not path.exists():
-        return np.empty(0, analysis.PACKET_RECORD)
-    try:
-        records = np.fromfile(path, analysis.PACKET_RECORD)
-    except (OSError, ValueError) as error:
-        raise UserError(f"{path}: cannot read packet records: {error}") from None
+    records = analysis.read_packet_records(directory / "uplink-packets.bin")
     return records[records["ue"] == ue - 1]
 
 
@@ -309,7 +308,7 @@ def _calibrate_ue(
     spacings = np.concatenate([_bunch_spacings_ms(u) for u in uplink])
     span_ms = (periods[-1].time_ns - periods[0].time_ns) / 1e6
     ttis_per_ms = (periods[-1].tti - periods[0].tti) / span_ms if span_ms > 0 else math.nan
-    grant_period = HARQ_RTT_TTIS / (ttis_per_ms if ttis_per_ms > 0 else 1.0)
+    grant_period = _wall_ms(HARQ_RTT_TTIS, ttis_per_ms)
     chained = float(np.mean(np.abs(spacings - grant_period) <= CHAIN_TOLERANCE_MS)) if spacings.size else 0.0
     new = retx = 0
     for run in runs:
@@ -366,7 +365,7 @@ def scenario(calibration: Calibration, original: dict[str, Any]) -> dict[str, An
                 "queue_limit_bytes": ue.queue_limit_bytes,
                 "queue_limit_sdus": ue.queue_limit_sdus,
                 "harq_bler": ue.harq_bler,
-                "harq_rtt_ms": round(HARQ_RTT_TTIS / (ue.ttis_per_ms if ue.ttis_per_ms > 0 else 1.0), 2),
+                "harq_rtt_ms": round(_wall_ms(HARQ_RTT_TTIS, ue.ttis_per_ms), 2),
                 "discard_timer_ms": calibration.discard_timer_ms,
             }
             for ue in calibration.ues
