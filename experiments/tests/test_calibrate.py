@@ -208,6 +208,14 @@ def test_runs_without_uplink_captures_are_refused_naming_what_is_missing(tmp_pat
         calibrate.calibrate(results)
 
 
+def test_an_uplink_packet_log_cut_inside_a_record_is_refused_naming_it(tmp_path):
+    results = _srsran_results(tmp_path / "real")
+    path = results / "runs" / "0-cubic" / "uplink-packets.bin"
+    path.write_bytes(path.read_bytes()[:-10])  # 1000 records of 24 bytes less 10: 23990 bytes
+    with pytest.raises(UserError, match=r"0-cubic/uplink-packets\.bin: 23990 bytes, not a whole number of 24-byte"):
+        calibrate.calibrate(results)
+
+
 def test_a_virtual_cell_results_folder_is_refused_by_name(tmp_path):
     results = _srsran_results(tmp_path / "real")
     data = json.loads((results / "metadata.json").read_text())

@@ -227,9 +227,17 @@ def load_queue_limits(path: Path) -> dict[int, int]:
 
 def read_packet_records(path: Path) -> npt.NDArray[Any]:
     """A packet log (PACKET_RECORD records: packets.bin, a srsRAN cell's uplink-packets.bin); none where the file is
-    absent, a UserError naming it where it cannot be read."""
+    absent, a UserError naming it where it cannot be read or ends inside a record."""
+    if not path.exists():
+        return np.empty(0, PACKET_RECORD)
     try:
-        return np.fromfile(path, PACKET_RECORD) if path.exists() else np.empty(0, PACKET_RECORD)
+        size = path.stat().st_size
+        if size % PACKET_RECORD.itemsize:
+            raise UserError(
+                f"{path}: {size} bytes, not a whole number of {PACKET_RECORD.itemsize}-byte packet records "
+                "(cut off, or not a packet log)"
+            )
+        return np.fromfile(path, PACKET_RECORD)
     except (OSError, ValueError) as error:
         raise UserError(f"{path}: cannot read packet records: {error}") from None
 
