@@ -99,6 +99,9 @@ pub struct UeConfig {
     pub uplink_grant_period_us: u64,
     #[serde(default)]
     pub uplink_grant_chain: f64,
+    /// The UE's uplink transmissions replayed from a capture (uplink.rs, INTERFACE.md); none when absent.
+    #[serde(default)]
+    pub uplink_trace_file: Option<PathBuf>,
     /// The RLC queue's discipline (aqm.rs); tail drop when absent.
     #[serde(default)]
     pub queue_discipline: QueueDisciplineConfig,
@@ -315,6 +318,17 @@ impl Config {
                     field("uplink_grant_chain")
                 ));
             }
+            if let Some(path) = &ue.uplink_trace_file {
+                if path.as_os_str().is_empty() {
+                    return Err(format!("{}: must be a file path", field("uplink_trace_file")));
+                }
+                if ue.uplink_sr_period_us > 0 {
+                    return Err(format!(
+                        "{}: replayed transmissions replace scheduling requests: set uplink_sr_period_us to 0",
+                        field("uplink_trace_file")
+                    ));
+                }
+            }
             ue.queue_discipline.resolve(&field("queue_discipline"))?;
             if let Some(regulator) = &ue.ack_regulator {
                 regulator.resolve(&field("ack_regulator"), ue.queue_limit_bytes, self.tti_us)?;
@@ -468,6 +482,20 @@ mod tests {
         value["ues"][0]["uplink_grant_period_us"] = serde_json::json!(9000);
         value["ues"][0]["uplink_sr_period_us"] = serde_json::json!(20000);
         assert!(parse(&value).is_ok());
+    }
+
+    #[test]
+    fn an_uplink_trace_replaces_scheduling_requests() {
+        let mut value = example();
+        value["ues"][0]["uplink_trace_file"] = serde_json::json!("/tmp/ue1-uplink.bin");
+        assert!(parse(&value).is_ok());
+        value["ues"][0]["uplink_sr_period_us"] = serde_json::json!(20000);
+        assert_eq!(
+            parse(&value).unwrap_err(),
+            "ues[0].uplink_trace_file: replayed transmissions replace scheduling requests: set uplink_sr_period_us to 0"
+        );
+        value["ues"][0]["uplink_trace_file"] = serde_json::json!("");
+        assert_eq!(parse(&value).unwrap_err(), "ues[0].uplink_trace_file: must be a file path");
     }
 
     #[test]

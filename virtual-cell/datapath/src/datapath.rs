@@ -61,8 +61,21 @@ pub fn run(config_path: &Path) -> Result<(), String> {
     let config = Config::load(config_path)?;
     let file = config_path.display();
     let mut ues = Vec::with_capacity(config.ues.len());
+    let mut uplink_timing = Vec::with_capacity(config.ues.len());
     for (i, ue) in config.ues.iter().enumerate() {
         let trace = Trace::load(&ue.trace_file).map_err(|e| format!("{file}: ues[{i}].trace_file: {e}"))?;
+        // SR occasions and replayed transmissions count from the clock's start, set when the loop starts
+        let timing = uplink::Uplink::new(0, ue.uplink_sr_period_us * 1000, ue.uplink_delay_us * 1000).with_grants(
+            ue.uplink_grant_period_us * 1000,
+            ue.uplink_grant_chain,
+            config.seed ^ (i as u64 + 1).wrapping_mul(UPLINK_SEED),
+        );
+        uplink_timing.push(match &ue.uplink_trace_file {
+            Some(path) => timing.with_replay(
+                uplink::OpportunityTrace::load(path).map_err(|e| format!("{file}: ues[{i}].uplink_trace_file: {e}"))?,
+            ),
+            None => timing,
+        });
         let discipline =
             ue.queue_discipline.resolve(&format!("ues[{i}].queue_discipline")).map_err(|e| format!("{file}: {e}"))?;
         ues.push(UeParams {
@@ -115,7 +128,7 @@ pub fn run(config_path: &Path) -> Result<(), String> {
     sys::precise_timers();
 
     let cell = Cell::new(config.scheduler, config.pf_window_ttis, config.report_period_ttis, config.seed, ues);
-    let mut datapath = Datapath::new(&config, devices, cell, sender, logging, realtime)?;
+    let mut datapath = Datapath::new(&config, devices, cell, uplink_timing, sender, logging, realtime)?;
     if !parent_alive {
         datapath.stop = true;
     }
@@ -283,6 +296,7 @@ impl Datapath {
         config: &Config,
         devices: Devices,
         cell: Cell,
+        uplink_timing: Vec<uplink::Uplink>,
         reporter: SyncSender<Message>,
         logging: bool,
         realtime: bool,
@@ -313,19 +327,7 @@ impl Datapath {
             routes: config.ues.iter().enumerate().map(|(i, ue)| (ue.ipv4.octets(), i)).collect(),
             backhaul: config.ues.iter().map(|ue| DelayLine::new(ue.backhaul_delay_us * 1000)).collect(),
             uplink: config.ues.iter().map(|_| DelayLine::new(0)).collect(), // Uplink::release_ns sets the time
-            // SR occasions count from the clock's start, set when the loop starts
-            uplink_timing: config
-                .ues
-                .iter()
-                .enumerate()
-                .map(|(i, ue)| {
-                    uplink::Uplink::new(0, ue.uplink_sr_period_us * 1000, ue.uplink_delay_us * 1000).with_grants(
-                        ue.uplink_grant_period_us * 1000,
-                        ue.uplink_grant_chain,
-                        config.seed ^ (i as u64 + 1).wrapping_mul(UPLINK_SEED),
-                    )
-                })
-                .collect(),
+            uplink_timing,
             to_core: WiredLink::new(w.rate_bps, w.delay_us * 1000, w.queue_limit_bytes),
             to_server: WiredLink::new(w.rate_bps, w.delay_us * 1000, w.queue_limit_bytes),
             cell,
@@ -532,7 +534,7 @@ impl Datapath {
             self.stats.uplink_packets += 1;
             let mut packet = self.pool.copy_of(&self.scratch[..n]);
             self.cell.uplink(ue, &mut packet);
-            let leaves = self.uplink_timing[ue].release_ns(monotonic_ns());
+            let leaves = self.uplink_timing[ue].release_ns(monotonic_ns(), n);
             self.uplink[ue].push_until(leaves, packet);
         }
     }
