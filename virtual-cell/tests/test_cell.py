@@ -150,6 +150,41 @@ def test_with_scheduling_requests_the_ues_packets_leave_in_one_bunch_per_occasio
     assert all(np.ptp(sent) <= 100 + 2 for sent in bunches), [np.ptp(sent) for sent in bunches]
 
 
+def test_with_an_uplink_trace_the_ues_packets_leave_in_its_transmissions_within_their_limits(cell_data, tmp_path):
+    # transmissions every 20 ms, each carrying at most one echo request (84 bytes: IP, ICMP and 56 bytes of data);
+    # a request leaves in the first one at least the 10 ms uplink delay after it was written, then the wired path
+    # (5 ms each way) and the 10 ms backhaul bring the reply. Requests three at a time (ping's preload) every 50 ms:
+    # each reply comes 20 ms (and up to a TTI) after its request's transmission, on the 20 ms grid, no two requests
+    # share one, and every RTT is at least 30 ms (after a first ping has resolved the server's gateway: ARP over the
+    # wired path would add 10 ms)
+    rows = "".join(f"{k * 0.02:.2f},84\n" for k in range(500))
+    (tmp_path / "uplink.csv").write_text(f"time_s,bytes\n{rows}10.0,\n")
+    cell_data["ues"][0]["uplink_trace"] = {"file": str(tmp_path / "uplink.csv")}
+    config = parse_cell(cell_data, "test")
+
+    async def scenario() -> str:
+        cell = VirtualCell(config, tmp_path, NullRecorder())
+        async with cell:
+            warm = ["ip", "netns", "exec", cell.names.ue(0), "ping", "-n", "-c", "1", "-W", "2", "10.20.0.2"]
+            await (await asyncio.create_subprocess_exec(*warm, stdout=asyncio.subprocess.DEVNULL)).wait()  # ARP
+            ping = await asyncio.create_subprocess_exec(
+                "ip", "netns", "exec", cell.names.ue(0), "ping", "-n", "-D", "-l", "3", "-i", "0.05", "-c", "20",
+                "-W", "2", "10.20.0.2", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            out, err = await ping.communicate()
+            assert ping.returncode == 0, err.decode()
+            return out.decode()
+
+    output = asyncio.run(scenario())
+    replies = re.findall(r"^\[([\d.]+)\] .* time=([\d.]+) ms", output, re.M)
+    assert len(replies) == 20, output
+    assert min(float(rtt) for _, rtt in replies) >= 30, output
+    transmissions = np.sort([float(at) * 1000 - 20 for at, _ in replies])
+    phase = (transmissions - transmissions[0] + 10) % 20 - 10  # each one's distance from the grid of the first
+    assert np.all((phase > -1.5) & (phase < 1.5)), phase
+    assert np.all(np.diff(transmissions) > 18), np.diff(transmissions)
+
+
 def test_published_telemetry_matches_what_the_ue_kernel_received(cell_data, tmp_path, tun_rx_bytes):
     config = parse_cell(cell_data, "test")
 

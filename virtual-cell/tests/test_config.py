@@ -65,7 +65,7 @@ def test_a_queue_discipline_defaults_to_tail_drop_and_reaches_the_datapath_in_mi
     ]
     config = parse_cell({"ues": ues}, "cell.toml")
     traces = [tmp_path / f"ue{i + 1}.cap" for i in range(len(ues))]
-    data = datapath_config(config, Names("rnf", len(ues)), traces, None, None)
+    data = datapath_config(config, Names("rnf", len(ues)), traces, [None] * len(ues), None, None)
     assert [ue["queue_discipline"] for ue in data["ues"]] == [
         {"kind": "tail_drop"},
         {"kind": "codel", "target_us": 5000, "interval_us": 100_000},
@@ -105,7 +105,7 @@ def test_an_ack_regulator_reaches_the_datapath_in_microseconds_and_only_where_co
     ]
     config = parse_cell({"ues": ues}, "cell.toml")
     traces = [tmp_path / f"ue{i + 1}.cap" for i in range(len(ues))]
-    data = datapath_config(config, Names("rnf", len(ues)), traces, None, None)
+    data = datapath_config(config, Names("rnf", len(ues)), traces, [None] * len(ues), None, None)
     assert [ue.get("ack_regulator") for ue in data["ues"]] == [
         None,
         {"max_hold_rtts": 1.0, "initial_rtt_us": 100_000},
@@ -158,6 +158,17 @@ def test_bad_chained_grants_name_the_field(ue, message):
 def test_chained_grants_reach_the_datapath_in_microseconds(tmp_path):
     ue = {"trace": CONSTANT, "uplink_sr_period_ms": 23.06, "uplink_grant_period_ms": 9.23, "uplink_grant_chain": 0.21}
     config = parse_cell({"ues": [ue]}, "cell.toml")
-    (written,) = datapath_config(config, Names("rnf", 1), [tmp_path / "ue1.trace"], None, None)["ues"]
+    (written,) = datapath_config(config, Names("rnf", 1), [tmp_path / "ue1.trace"], [None], None, None)["ues"]
     assert (written["uplink_sr_period_us"], written["uplink_grant_period_us"]) == (23_060, 9_230)
     assert written["uplink_grant_chain"] == 0.21
+
+
+def test_an_uplink_trace_reaches_the_datapath_only_where_configured_and_excludes_scheduling_requests(tmp_path):
+    ues = [{"trace": CONSTANT}, {"trace": CONSTANT, "uplink_trace": {"file": "uplink.csv"}}]
+    config = parse_cell({"ues": ues}, "cell.toml")
+    uplink_files = [None, tmp_path / "u"]
+    data = datapath_config(config, Names("rnf", 2), [tmp_path / "a", tmp_path / "b"], uplink_files, None, None)
+    assert [ue.get("uplink_trace_file") for ue in data["ues"]] == [None, str(tmp_path / "u")]
+    with pytest.raises(UserError) as raised:
+        parse_cell({"ues": [{**ues[1], "uplink_sr_period_ms": 20}]}, "cell.toml")
+    assert "ues[0]: uplink_trace replays the transmissions: it excludes uplink_sr_period_ms" in raised.value.message

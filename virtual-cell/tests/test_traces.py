@@ -52,6 +52,36 @@ def test_csv_bytes_per_tti_and_its_errors(tmp_path):
         traces.read_csv(path)
 
 
+def test_uplink_csv_becomes_microsecond_records_with_no_limit_where_bytes_is_empty(tmp_path):
+    path = tmp_path / "uplink.csv"
+    path.write_text("time_s,bytes\n0.0105,260\n0.0192,\n0.03,\n")
+    trace = traces.read_uplink_csv(path)
+    assert trace["time_us"].tolist() == [10_500, 19_200, 30_000]
+    assert trace["limit"].tolist() == [260, traces.NO_LIMIT, traces.NO_LIMIT]
+    # the datapath's file: 8-byte time and 4-byte limit per record, little-endian (INTERFACE.md)
+    traces.write_uplink(trace, tmp_path / "uplink.bin")
+    assert (tmp_path / "uplink.bin").read_bytes()[:12] == (10_500).to_bytes(8, "little") + (260).to_bytes(4, "little")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("when,what\n0,1\n1,\n", r"up.csv:1: header must be `time_s,bytes`"),
+        ("time_s,bytes\n0.1,\n", r"up.csv: needs a transmission and the row that ends the trace"),
+        ("time_s,bytes\n0.1,0\n0.2,\n", r"up.csv:2: bytes must be a whole number from 1"),
+        ("time_s,bytes\n0.1,2.5\n0.2,\n", r"up.csv:2: bytes must be a whole number from 1"),
+        ("time_s,bytes\nsoon,5\n0.2,\n", r"up.csv:2: time_s is not a number"),
+        ("time_s,bytes\n-1,5\n0.2,\n", r"up.csv:2: time_s must be between 0 and"),
+        ("time_s,bytes\n0.2,5\n0.2000001,\n", r"up.csv: time_s must increase strictly \(microsecond steps\): row 2"),
+    ],
+)
+def test_bad_uplink_csv_names_the_file_and_line(tmp_path, text, message):
+    path = tmp_path / "up.csv"
+    path.write_text(text)
+    with pytest.raises(traces.TraceError, match=message):
+        traces.read_uplink_csv(path)
+
+
 def test_piecewise_levels_hold_for_a_period_and_stay_in_range():
     trace = traces.piecewise(2, 10, period_s=0.2, duration_s=2, rng=np.random.default_rng(3))
     rates = traces.capacity_bps(trace).reshape(10, 200).sum(axis=1) / 200 / 1e6

@@ -50,6 +50,10 @@ class VirtualCell:
         rng = np.random.default_rng(config.seed)
         try:
             self.traces = [traces.with_outages(traces.build(ue.trace, rng), ue.outages) for ue in config.ues]
+            self.uplink_traces = [
+                traces.read_uplink_csv(ue.uplink_trace.file) if ue.uplink_trace is not None else None
+                for ue in config.ues
+            ]
         except traces.TraceError as error:
             raise UserError(str(error)) from None
         self._impairments = Impairments(config.telemetry.impairments, np.random.default_rng(config.seed + 1))
@@ -73,6 +77,14 @@ class VirtualCell:
             path = self.workdir / f"ue{index + 1}.cap"
             traces.write(trace, path)
             trace_files.append(path)
+        uplink_files: list[Path | None] = []
+        for index, uplink in enumerate(self.uplink_traces):
+            if uplink is None:
+                uplink_files.append(None)
+                continue
+            path = self.workdir / f"ue{index + 1}-uplink.bin"
+            traces.write_uplink(uplink, path)
+            uplink_files.append(path)
         try:
             self._publisher = Publisher(self.config.telemetry.endpoint)
         except OSError as error:
@@ -82,7 +94,9 @@ class VirtualCell:
             self._topology.__enter__()
             duration_ms = round(self.duration_s * 1000) if self.duration_s else None
             config_path = self.workdir / "datapath.json"
-            dp_config = datapath_config(self.config, self.names, trace_files, self.packet_log, duration_ms)
+            dp_config = datapath_config(
+                self.config, self.names, trace_files, uplink_files, self.packet_log, duration_ms
+            )
             config_path.write_text(json.dumps(dp_config, indent=1))
             self._datapath = await Datapath.start(config_path, self.workdir / "datapath.log")
             self._started_at = time.monotonic()

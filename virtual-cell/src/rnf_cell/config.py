@@ -171,6 +171,12 @@ class AckRegulator(Strict):
     initial_rtt_ms: float = Field(default=100.0, ge=0.001, le=MAX_DELAY_MS, allow_inf_nan=False)
 
 
+class UplinkTrace(Strict):
+    """A UE's uplink transmissions replayed from a capture (virtual-cell/README.md, "Uplink traces")."""
+
+    file: Path
+
+
 class UeConfig(Strict):
     trace: TraceSpec
     ip: ipaddress.IPv4Address | None = None
@@ -181,6 +187,7 @@ class UeConfig(Strict):
     uplink_sr_period_ms: float = Field(default=0.0, ge=0, le=1000, allow_inf_nan=False)
     uplink_grant_period_ms: float = Field(default=0.0, ge=0, le=1000, allow_inf_nan=False)
     uplink_grant_chain: float = Field(default=0.0, ge=0.0, lt=1.0)
+    uplink_trace: UplinkTrace | None = None
     queue_limit_bytes: int = Field(default=300_000, ge=0)
     queue_limit_sdus: int = Field(default=0, ge=0)
     harq_bler: float = Field(default=0.0, ge=0.0, lt=1.0)
@@ -200,6 +207,12 @@ class UeConfig(Strict):
     def _chained_grants_have_their_periods(self) -> UeConfig:
         if self.uplink_grant_chain > 0 and (self.uplink_grant_period_ms == 0 or self.uplink_sr_period_ms == 0):
             raise ValueError("uplink_grant_chain needs uplink_grant_period_ms and uplink_sr_period_ms")
+        return self
+
+    @model_validator(mode="after")
+    def _one_uplink_model(self) -> UeConfig:
+        if self.uplink_trace is not None and self.uplink_sr_period_ms > 0:
+            raise ValueError("uplink_trace replays the transmissions: it excludes uplink_sr_period_ms")
         return self
 
     @model_validator(mode="after")

@@ -107,9 +107,14 @@ def ack_regulator(regulator: AckRegulator) -> dict[str, Any]:
 
 
 def datapath_config(
-    config: CellConfig, names: Names, trace_files: list[Path], packet_log: Path | None, duration_ms: int | None
+    config: CellConfig,
+    names: Names,
+    trace_files: list[Path],
+    uplink_files: list[Path | None],
+    packet_log: Path | None,
+    duration_ms: int | None,
 ) -> dict[str, Any]:
-    """The JSON configuration INTERFACE.md defines."""
+    """The JSON configuration INTERFACE.md defines; `uplink_files` per UE, None for a UE without an uplink trace."""
     return {
         "tti_us": TTI_US,
         "report_period_ttis": config.telemetry.period_ms * 1000 // TTI_US,
@@ -146,6 +151,7 @@ def datapath_config(
                 "discard_timer_us": round(ue.discard_timer_ms * 1000),
                 "queue_discipline": queue_discipline(ue.queue_discipline),
                 **({} if ue.ack_regulator is None else {"ack_regulator": ack_regulator(ue.ack_regulator)}),
+                **({} if uplink_files[i] is None else {"uplink_trace_file": str(uplink_files[i])}),
             }
             for i, (ue, ip) in enumerate(zip(config.ues, config.ue_ips(), strict=True))
         ],

@@ -1,8 +1,11 @@
-"""Capacity traces: per-UE bytes per 1 ms TTI, from files or generators, as the datapath reads them.
+"""Capacity traces: per-UE bytes per 1 ms TTI, from files or generators, as the datapath reads them; and uplink
+traces, a UE's uplink transmissions replayed from a capture.
 
 A trace is a numpy `uint32` array, one entry per TTI: the bytes the air interface can carry to the UE in that
-TTI if the whole TTI is given to it. `OUTAGE` marks an outage TTI (no capacity, outage flag set). Traces loop.
-All functions here are pure: files in, arrays out, errors naming the file and line.
+TTI if the whole TTI is given to it. `OUTAGE` marks an outage TTI (no capacity, outage flag set). An uplink trace
+is an array of UPLINK_RECORD: when a transmission reaches the core (µs from the start) and the most bytes of the
+UE's packets it carries (NO_LIMIT: whatever waits); its last record ends it. Both loop. All functions here are
+pure: files in, arrays out, errors naming the file and line.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ OUTAGE = np.uint32(0xFFFFFFFF)
 MAX_TTIS = round(MAX_TRACE_S / TTI_S)  # one hour of 1 ms TTIs
 MAX_TTI_BYTES = int(OUTAGE) - 1
 Trace = npt.NDArray[np.uint32]
+UPLINK_RECORD = np.dtype([("time_us", "<u8"), ("limit", "<u4")])  # datapath/INTERFACE.md
+NO_LIMIT = 0xFFFFFFFF
+UplinkTrace = npt.NDArray[np.void]
 
 
 class TraceError(ValueError):
@@ -228,6 +234,49 @@ def read_csv(path: Path) -> Trace:
     return trace
 
 
+_CSV_UPLINK = ("time_s", "bytes")
+
+
+def read_uplink_csv(path: Path) -> UplinkTrace:
+    """`time_s,bytes`: per row, a transmission of the UE's reaching the core at `time_s`, carrying at most `bytes`
+    of its packets (empty: whatever waits). The last row ends the trace: its time is the trace's length and its
+    bytes are unused."""
+    rows = list(csv.reader(_lines(path)))
+    if not rows:
+        raise TraceError(f"{path}: empty file")
+    header = tuple(cell.strip() for cell in rows[0])
+    if header != _CSV_UPLINK:
+        raise TraceError(f"{path}:1: header must be `time_s,bytes`, got {','.join(header)!r}")
+    records: list[tuple[int, int]] = []
+    for number, row in enumerate(rows[1:], start=2):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) != 2:
+            raise TraceError(f"{path}:{number}: expected 2 columns, got {len(row)}")
+        try:
+            time_s = float(row[0])
+        except ValueError:
+            raise TraceError(f"{path}:{number}: time_s is not a number: {row[0].strip()[:40]!r}") from None
+        if not (math.isfinite(time_s) and 0 <= time_s <= MAX_TRACE_S):
+            raise TraceError(f"{path}:{number}: time_s must be between 0 and {MAX_TRACE_S:.0f}, got {row[0].strip()}")
+        text = row[1].strip()
+        if text and not (text.isascii() and text.isdigit() and 0 < int(text) < NO_LIMIT):
+            raise TraceError(f"{path}:{number}: bytes must be a whole number from 1 to {NO_LIMIT - 1} or empty")
+        records.append((round(time_s * 1e6), int(text) if text else NO_LIMIT))
+    if len(records) < 2:
+        raise TraceError(f"{path}: needs a transmission and the row that ends the trace")
+    times = np.array([time for time, _ in records])
+    if np.any(np.diff(times) <= 0):
+        row = int(np.argmax(np.diff(times) <= 0)) + 1
+        raise TraceError(f"{path}: time_s must increase strictly (microsecond steps): row {row + 1} of the data")
+    return np.array(records, dtype=UPLINK_RECORD)
+
+
+def write_uplink(trace: UplinkTrace, path: Path) -> None:
+    """The datapath's uplink trace file: UPLINK_RECORD, little-endian."""
+    path.write_bytes(trace.astype(UPLINK_RECORD).tobytes())
+
+
 _LP_TELEMETRY = re.compile(r"telemetry(?:,\S*)? (\S+) ([0-9]+)")
 _LP_COUNT = re.compile(r"[0-9]+i?")  # a non-negative integer field, ASCII digits only
 
@@ -330,10 +379,19 @@ def check_files(
     ues: Sequence[UeConfig], prefix: str = "", missing_hint: str = "", checked: set[TraceFile] | None = None
 ) -> None:
     """Read every trace file of `ues` as the cell will, before anything starts: a TraceError `<prefix>ues[i].trace.file:
-    reason` for the first that is missing or is not a trace (`missing_hint` is added to a missing file's reason).
+    reason` (or `uplink_trace.file`) for the first that is missing or is not a trace (`missing_hint` is added to a
+    missing file's reason).
     Generated traces need no check: their configuration bounds them. Files in `checked` are skipped, and the
     ones read are added to it."""
     for index, ue in enumerate(ues):
+        if ue.uplink_trace is not None:
+            field = f"{prefix}ues[{index}].uplink_trace.file"
+            if not ue.uplink_trace.file.exists():
+                raise TraceError(f"{field}: {ue.uplink_trace.file}: no such trace file{missing_hint}")
+            try:
+                read_uplink_csv(ue.uplink_trace.file)
+            except TraceError as error:
+                raise TraceError(f"{field}: {error}") from None
         if not isinstance(ue.trace, TraceFile) or (checked is not None and ue.trace in checked):
             continue
         field = f"{prefix}ues[{index}].trace.file"
