@@ -275,6 +275,26 @@ def test_run_reads_every_trace_file_before_writing(capsys, tmp_path, name, conte
     assert _no_results(output)
 
 
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (None, "cell.ues[0].uplink_trace.file: {tmp}/up.csv: no such trace file"),
+        ("time_s,bytes\n0.1,-5\n0.2,\n", "cell.ues[0].uplink_trace.file: {tmp}/up.csv:2: bytes must be a whole"),
+    ],
+)
+def test_run_reads_the_uplink_trace_before_writing(capsys, tmp_path, content, reason):
+    scenario = _scenario_with_trace(tmp_path, "t.csv", "time_s,rate_mbps\n0,5\n1,5\n", "csv")
+    text = scenario.read_text().replace('format = "csv" }', 'format = "csv" }\nuplink_trace = { file = "up.csv" }', 1)
+    scenario.write_text(text)
+    if content is not None:
+        (tmp_path / "up.csv").write_text(content)
+    output = tmp_path / "out"
+    code, lines = rnf(capsys, "run", str(scenario), "--output", str(output))
+    assert code == 2
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {scenario}: ") and reason.format(tmp=tmp_path) in lines[0]
+    assert _no_results(output)
+
+
 def test_a_missing_fetched_trace_names_the_script_that_fetches_it(capsys, tmp_path):
     scenario = _scenario_with_trace(tmp_path, "traces/lte.down", None, "mahimahi")
     (tmp_path / "fetch-traces.sh").write_text("#!/bin/sh\n")

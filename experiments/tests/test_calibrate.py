@@ -95,26 +95,11 @@ qci_config = (
 """
 
 
-RR_CONF = """// srsenb's rr.conf, as the run folder keeps it
-mac_cnfg = { ulsch_cnfg = { periodic_bsr_timer = 20; // in ms
-  }; };
-phy_cnfg = {
-  sched_request_cnfg =
-  {
-    dsr_trans_max = 64;
-    period = 20;          // in ms (period = 5; in a comment)
-    nof_prb = 1;
-  };
-  cqi_report_cnfg = { period = 40; };
-};
-"""
-
-
-def _srsran_results(root: Path, ttis_per_period: int = 10, uplink_spacing_ms: int = 10) -> Path:
+def _srsran_results(root: Path, ttis_per_period: int = 10) -> Path:
     """Two arms on a srsRAN cell: `cubic` keeps the queue full (20000 B scheduled per 10 ms, 2000 of them resent),
     `smvs` lets it run empty; `smvs`'s packets took 2 ms (one odd packet), 6 ms (999) and 20 ms (1000). Each arm's
-    1000 uplink packets leave the UE 1 ms apart from 100.5 ms and reach the core in bunches every
-    `uplink_spacing_ms`, 7 ms after each multiple of it."""
+    1000 uplink packets, 52 B each, leave the UE 1 ms apart from 100.5 ms and reach the core in bunches every 10 ms,
+    7 ms after each multiple of it."""
     arms = [{"name": "smvs", "kind": "proxy", "controller": {"kind": "smvs"}}, {"name": "cubic", "cc": "cubic"}]
     scenario = {"name": "real", "description": "on srsRAN", "duration_s": 2, "repetitions": 1, "seed": 5,
                 "cell": {"kind": "srsran", "n_prb": 25, "qci": 9, "telemetry_period_ms": 10}, "arms": arms}  # fmt: skip
@@ -130,7 +115,6 @@ def _srsran_results(root: Path, ttis_per_period: int = 10, uplink_spacing_ms: in
         (run / "run.json").write_text(json.dumps({"arm": arm, "repetition": 0, "sweep": None, "complete": True}))
         (run / "series.lp").write_text(_telemetry(arm, periods, ttis_per_period))
         (run / "rb.conf").write_text(RB_CONF)
-        (run / "rr.conf").write_text(RR_CONF)
         flow = {"flow": "ue1-bulk1-1", "kind": "bulk", "ue": 1, "start_ns": 50 * MS,
                 "connected_ns": (50 + handshakes[arm]) * MS, "first_byte_ns": 90 * MS, "last_byte_ns": 290 * MS,
                 "received_bytes": 10**6, "requested_bytes": 0, "complete": True, "error": ""}  # fmt: skip
@@ -138,7 +122,8 @@ def _srsran_results(root: Path, ttis_per_period: int = 10, uplink_spacing_ms: in
         uplink = np.zeros(1000, PACKET_RECORD)
         left_us = 100_500 + np.arange(1000) * 1000
         uplink["arrival_ns"] = left_us * 1000
-        uplink["delivery_ns"] = (np.ceil(left_us / (uplink_spacing_ms * 1000)) * uplink_spacing_ms + 7) * MS
+        uplink["delivery_ns"] = (np.ceil(left_us / 10_000) * 10 + 7) * MS
+        uplink["length"] = 52
         uplink.tofile(run / "uplink-packets.bin")
         if arm == "smvs":
             delays_ms = np.array([2.0] + [6.0] * 999 + [20.0] * 1000)
@@ -149,20 +134,30 @@ def _srsran_results(root: Path, ttis_per_period: int = 10, uplink_spacing_ms: in
     return root
 
 
-def test_a_stack_slower_than_real_time_stretches_the_sr_period_and_harq_round_trip_in_wall_clock_ms(tmp_path):
-    # 8 TTIs per 10 ms period: 0.8 TTIs per ms, so rr.conf's 20-subframe SR period is 25 ms and HARQ's 8 TTIs 10 ms
-    results = _srsran_results(tmp_path / "real", ttis_per_period=8, uplink_spacing_ms=40)
+def test_a_stack_slower_than_real_time_stretches_the_harq_round_trip_in_wall_clock_ms(tmp_path):
+    # 8 TTIs per 10 ms period: 0.8 TTIs per ms, so HARQ's 8 TTIs are 10 ms
+    results = _srsran_results(tmp_path / "real", ttis_per_period=8)
     found = calibrate.calibrate(results)
     assert found.ues[0].ttis_per_ms == pytest.approx(0.8)
-    assert found.uplink_sr_period_ms == 25.0
-    # chained grants every 8 TTIs, 10 ms here; bunches 40 ms apart: none chained, so the uplink's delays, 25 times
-    # 7.5, 8.5, ..., 46.5 ms, median 27 ms, less half the 25 ms SR period and the grant's 4 ms
-    (ue,) = found.ues
-    assert (ue.uplink_grant_period_ms, ue.uplink_grant_chain, ue.uplink_delay_ms) == (10.0, 0.0, 10.5)
     path = calibrate.write(found, json.loads((results / "metadata.json").read_text())["scenario_data"], tmp_path / "c")
     scenario, _ = load_scenario(path)
-    assert (scenario.cell.ues[0].uplink_sr_period_ms, scenario.cell.ues[0].harq_rtt_ms) == (25.0, 10.0)
-    assert scenario.cell.ues[0].uplink_delay_ms == 10.5
+    assert scenario.cell.ues[0].harq_rtt_ms == 10.0
+
+
+def test_uplink_transmissions_are_limited_to_what_they_carried_where_they_left_a_packet_behind():
+    # written (ms from the start) -> reaching the core, bytes: A and B in one transmission at 5 ms (0.2 ms apart),
+    # which left C behind although C was written 3 ms before it, more than the least delay of 2 ms; C and D at
+    # 15 ms left nothing behind; E at 25 ms is after the trace's end (20 ms), F before its start
+    written_ms = [0.0, 1.0, 2.0, 14.5, 20.0, -3.0]
+    core_ms = [5.0, 5.2, 15.0, 15.1, 25.0, -1.0]
+    records = np.zeros(6, PACKET_RECORD)
+    records["arrival_ns"] = [round((100 + t) * MS) for t in written_ms]
+    records["delivery_ns"] = [round((100 + t) * MS) for t in core_ms]
+    records["length"] = [52, 60, 52, 52, 1500, 52]
+    rows = calibrate.uplink_transmissions(records, 100 * MS, 0.02, least_delay_ms=2.0)
+    assert rows == [(0.005, 112), (0.015, None), (0.02, None)]
+    # with a least delay of 4 ms, C (written 3 ms before) could not have gone at 5 ms: nothing was left behind
+    assert calibrate.uplink_transmissions(records, 100 * MS, 0.02, least_delay_ms=4.0)[0] == (0.005, None)
 
 
 def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_path):
@@ -171,16 +166,15 @@ def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_pat
     assert found.reference_arm == "cubic"  # its queue held data through every period
     (ue,) = found.ues
     assert ue.backhaul_delay_ms == 6.0  # the 0.1 % quantile of 2000 delays: not the one odd packet at 2 ms
-    # the uplink came in bunches every 10 ms, 8 TTIs at 1 TTI per ms less 2 ms: all chained (within 2.5 ms);
-    # its delays, 100 times 7.5, 8.5, ..., 16.5 ms, median 12 ms, less half the 8 ms grant period and 4 ms
-    assert (ue.uplink_grant_period_ms, ue.uplink_grant_chain) == (8.0, 0.99)  # below 1: the chain must break
-    # 0.99 x 8 / 2 + 0.01 x 20 / 2 = 4.06 ms of wait: 12 - 4.06 - 4 = 3.94 ms
-    assert (ue.uplink_p50_ms, ue.uplink_delay_ms) == (12.0, 3.94)
+    # cubic's uplink: its delays, 100 times 7.5, 8.5, ..., 16.5 ms, least 7.5 and median 12 ms; transmissions at
+    # 117, 127, ... ms, from its connection attempt at 50 ms: 67, 77, ..., 237 ms before the trace ends at 241 ms,
+    # none of which left a packet behind
+    assert (ue.uplink_delay_ms, ue.uplink_p50_ms) == (7.5, 12.0)
+    assert ue.uplink == [(pytest.approx(0.067 + 0.01 * k), None) for k in range(18)] + [(pytest.approx(0.241), None)]
     assert ue.harq_bler == 0.1  # 2000 of every 20000 B scheduled while data waited were resent
     assert (ue.queue_limit_bytes, ue.queue_limit_sdus) == (0, 256)
     assert ue.ttis_per_ms == pytest.approx(1.0)
     assert found.discard_timer_ms == 150.0  # QCI 9's in rb.conf
-    assert found.uplink_sr_period_ms == 20.0  # sched_request_cnfg's in rr.conf, not the CQI's nor the BSR's
     # from cubic's connection attempt at 50 ms: 16 Mbit/s (20000 B per 10 ms) until its telemetry ends at 291 ms
     assert ue.capacity[0] == pytest.approx((0.0, 16.0)) and ue.capacity[-1] == pytest.approx((0.241, 0.0))
     assert ue.mean_rate_mbps == pytest.approx(16.0)
@@ -189,22 +183,26 @@ def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_pat
     assert scenario.name == "real-calibrated" and [arm.name for arm in scenario.arms] == ["smvs", "cubic"]
     assert scenario.cell.kind == "virtual" and scenario.cell.wired.delay_ms == 0.0 and scenario.cell.prb == 25
     cell_ue = scenario.cell.ues[0]
-    assert (cell_ue.backhaul_delay_ms, cell_ue.uplink_delay_ms, cell_ue.harq_bler) == (6.0, 3.94, 0.1)
-    grants = (cell_ue.uplink_sr_period_ms, cell_ue.uplink_grant_period_ms, cell_ue.uplink_grant_chain)
-    assert grants == (20.0, 8.0, 0.99)
+    assert (cell_ue.backhaul_delay_ms, cell_ue.uplink_delay_ms, cell_ue.harq_bler) == (6.0, 7.5, 0.1)
+    assert cell_ue.uplink_sr_period_ms == 0.0 and cell_ue.uplink_trace is not None
+    # the transmissions the virtual cell will replay, in microseconds, none limited
+    uplink = traces.read_uplink_csv(cell_ue.uplink_trace.file)
+    assert uplink["time_us"].tolist() == [67_000 + 10_000 * k for k in range(18)] + [241_000]
+    assert set(uplink["limit"].tolist()) == {traces.NO_LIMIT}
     assert (cell_ue.queue_limit_sdus, cell_ue.harq_rtt_ms, cell_ue.discard_timer_ms) == (256, 8.0, 150.0)
     # the trace the virtual cell will replay: 2000 B per 1 ms TTI for 241 ms
     trace = traces.read_csv(tmp_path / "c" / "capacity-ue1.csv")
     assert trace.size == 241 and np.all(traces.usable_bytes(trace) == 2000)
     summary = json.loads((tmp_path / "c" / "calibration.json").read_text())
     assert summary["reference_arm"] == "cubic" and summary["ues"][0]["capacity"] == "capacity-ue1.csv"
+    assert summary["ues"][0]["uplink"] == "uplink-ue1.csv"
 
 
 def test_runs_without_uplink_captures_are_refused_naming_what_is_missing(tmp_path):
     results = _srsran_results(tmp_path / "real")
     for path in results.glob("runs/*/uplink-packets.bin"):
         path.unlink()
-    with pytest.raises(UserError, match=r"^UE 1: no uplink packet records \(uplink-packets\.bin\) in any run"):
+    with pytest.raises(UserError, match=r"0-cubic: UE 1 has no uplink packet records \(uplink-packets\.bin\)"):
         calibrate.calibrate(results)
 
 
@@ -253,7 +251,7 @@ def test_the_command_writes_the_calibrated_scenario_then_checks_a_run_of_it(tmp_
     results = _srsran_results(tmp_path / "real")
     written = CliRunner().invoke(cli, ["calibrate", str(results)])
     assert written.exit_code == 0, written.output
-    assert "capacity from arm 'cubic', 16.00 Mbit/s" in written.output and "then 3.9 ms" in written.output
+    assert "capacity from arm 'cubic', 16.00 Mbit/s" in written.output and "18 transmissions" in written.output
     assert (results / "calibrated" / "scenario.toml").is_file()
     summary = {"arms": {"smvs": {"utilization": 0.9, "queue_p50_bytes": 20_000, "queue_p95_bytes": 30_000,
                                  "delay_p95_ms": 21.0}}}  # fmt: skip
@@ -265,17 +263,6 @@ def test_the_command_writes_the_calibrated_scenario_then_checks_a_run_of_it(tmp_
     assert checked.exit_code == 0, checked.output
     utilization = next(line for line in checked.output.splitlines() if "utilization" in line)
     assert "90.0" in utilization and "95.0" in utilization and "NO" in utilization
-
-
-def test_the_scheduling_request_period_is_read_from_rr_conf_and_its_absence_named(tmp_path):
-    rr_conf = tmp_path / "rr.conf"
-    rr_conf.write_text(RR_CONF)
-    assert calibrate.sr_period_ms(rr_conf) == 20.0
-    rr_conf.write_text(RR_CONF.replace("period = 20;", "nof_sr = 1;"))
-    with pytest.raises(UserError, match=r"rr\.conf: no sched_request_cnfg\.period"):
-        calibrate.sr_period_ms(rr_conf)
-    with pytest.raises(UserError, match=r"nothing\.conf: cannot read srsenb's radio resource configuration"):
-        calibrate.sr_period_ms(tmp_path / "nothing.conf")
 
 
 def test_the_discard_timer_is_the_bearers_qcis_and_infinity_is_none(tmp_path):

@@ -13,28 +13,19 @@ What is taken from where:
 - **Backhaul delay**: the 0.1 % quantile of the one-way delay of every arm's packets (SGi to the UE's TUN, issue
   18's captures): what a packet that finds the queue empty takes through the eNB (GTP-U, PDCP, the MAC's TX
   processing) and the UE's decoding. The virtual cell serves such a packet within its next TTI.
-- **Uplink**: srsue's packets wait for its next scheduling-request occasion, every `sched_request_cnfg.period`
-  subframes of the run's `rr.conf` (srsenb's default: 20), then for the grant and the transmission (8 ms), so its TCP
-  ACKs leave in bunches; the virtual cell does the same (`uplink_sr_period_ms`). The period is in the stack's TTIs,
-  which are longer than a millisecond when it runs slower than real time: the SR period in wall-clock ms is the
-  subframes over the TTIs per wall-clock ms the eNB ran (through the bridge, 0.86: 20 subframes are 23.1 ms, and the
-  ACKs reached the core in bunches 23.3 ms apart at the median). But srsue may be granted again after a
-  transmission without asking: over ZeroMQ at 15 Mbit/s its ACKs reached the core in bunches 8 TTIs apart (9.1 ms)
-  77 % of the time, whether or not one had waited (grants for something else, presumably the RLC status reports of
-  the downlink's acknowledged mode), and an SR occasion later otherwise; through the bridge 9-28 % of the time. The
-  virtual cell chains grants likewise (`uplink_grant_period_ms`, 8 TTIs in wall-clock ms, and `uplink_grant_chain`,
-  the share of the uplink's bunches at the core, packets less than BUNCH_GAP_MS apart being one transmission, that
-  came within CHAIN_TOLERANCE_MS of that period after the last; a bunch after a broken chain may come as soon by
-  chance, which the share counts too). All from the uplink packets' own captures (`cells/owd.py`,
-  `uplink-packets.bin`, every arm's). The fixed rest of the uplink delay comes from the same packets' delays, from
-  the UE's TUN to the core's SGi device: the virtual cell sends what arrives up to a grant (4 ms before its
-  transmission), so a packet waits about half the period of the grants it catches, chained (share `chain`) or asked
-  for at an SR occasion, then 4 ms, then the fixed part: the fixed part is the measured median less
-  chain x grant period / 2 + (1 - chain) x SR period / 2 + 4 ms (at least 0). Through the bridge srsue's ACKs took
-  2.7-28 ms (0.1 % and 95 % quantiles), 15.9 ms at the median, with an SR every 23.6 ms: a fixed part of 0 ms (the
-  shortest TCP handshake, taken before, put it at 6.4 ms: the SYN, one per arm, rarely arrives just before a grant).
+- **Uplink**: the reference run's own uplink transmissions, replayed (`uplink-ue<n>.csv`, `time_s,bytes`; the
+  virtual cell's `uplink_trace`). srsue's grants are sized to what its last buffer status report announced, so a
+  transmission often carries only the older of the ACKs waiting and the others wait for the next one: over ZeroMQ
+  its ACKs took 1.5 to 20 ms, evenly spread, where a model of scheduling requests and chained grants gives 6 to 15
+  (`experiments/results/fidelity.md`). From the uplink packets' captures (`cells/owd.py`, `uplink-packets.bin`):
+  packets reaching the core less than TRANSMISSION_GAP_MS apart came in one transmission; a transmission that left
+  behind a packet the UE had written at least the least uplink delay before it carried all its grant allowed, and
+  is limited to the bytes it carried; one that left none behind has no limit. The least delay (the 0.1 % quantile
+  of the run's uplink delays, TUN to SGi) is the virtual cell's `uplink_delay_ms`: a packet takes the first
+  transmission at least that long after it was written that has room for it.
 - **HARQ**: the retransmitted share of the bytes scheduled where data waited, as the block error rate per
-  transport block, at LTE FDD's HARQ round trip of 8 TTIs, in wall-clock ms as the SR period.
+  transport block, at LTE FDD's HARQ round trip of 8 TTIs, in wall-clock ms: the stack's TTIs are longer than a
+  millisecond when it runs slower than real time (through the bridge, 0.86 TTIs per ms: 8 TTIs are 9.2 ms).
 - **Queue limit**: the largest the telemetry reported, in bytes and in SDUs.
 - **PDCP discard timer**: the bearer's QCI's `discard_timer` in the run's `rb.conf` (srsenb's QCI 9: 150 ms): an
   SDU that waited that long before the RLC took it is discarded, which the telemetry does not report and which
@@ -53,7 +44,7 @@ import json
 import math
 import re
 from collections import defaultdict
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +63,7 @@ QUEUE_FLOOR_BYTES = 3000.0
 PEAK_WINDOW_NS = 500_000_000  # either side: derive.py's one-second window, centred
 _QCI_BLOCK = re.compile(r"\bqci\s*=\s*(\d+)\s*;(.*?)(?=\bqci\s*=|\Z)", re.S)
 _DISCARD_TIMER = re.compile(r"\bdiscard_timer\s*=\s*(-?\d+)\s*;")
-_SR_CONFIG = re.compile(r"\bsched_request_cnfg\s*=\s*\{(.*?)\}", re.S)
-_PERIOD = re.compile(r"\bperiod\s*=\s*(\d+)\s*;")
-SR_TO_PUSCH_MS = 8.0  # LTE FDD: the grant 4 TTIs after the scheduling request, the transmission 4 after that
-SR_TO_GRANT_MS = 4.0  # the virtual cell's uplink.rs: what reaches the UE by its grant goes with the transmission
-BUNCH_GAP_MS = 2.0  # uplink packets reaching the core closer than this came in one transmission (one TTI's TB)
-CHAIN_TOLERANCE_MS = 2.5  # a bunch this close to a grant period after the last came on a chained grant
+TRANSMISSION_GAP_MS = 0.5  # uplink packets reaching the core closer than this came in one transmission
 
 
 @dataclass(frozen=True)
@@ -87,10 +73,9 @@ class UeCalibration:
     ue: int
     capacity: list[tuple[float, float]]  # (time_s, rate_mbps), each rate until the next time; the last ends it
     backhaul_delay_ms: float
-    uplink_delay_ms: float  # the fixed part, after the SR, the grant and the transmission (calibrate())
-    uplink_p50_ms: float  # the median delay of the UE's uplink packets, TUN to SGi, over every arm
-    uplink_grant_period_ms: float  # chained grants: 8 TTIs in wall-clock ms
-    uplink_grant_chain: float  # the share of the uplink's bunches at the core a grant period after the last
+    uplink: list[tuple[float, int | None]]  # the reference run's transmissions: (time_s, byte limit or None)
+    uplink_delay_ms: float  # the least, TUN to SGi, in the reference run
+    uplink_p50_ms: float  # the median delay of the UE's uplink packets in the reference run
     harq_bler: float
     queue_limit_bytes: int
     queue_limit_sdus: int
@@ -105,7 +90,6 @@ class Calibration:
     n_prb: int
     telemetry_period_ms: int
     discard_timer_ms: float  # 0: none
-    uplink_sr_period_ms: float
     ues: list[UeCalibration]
 
 
@@ -208,26 +192,14 @@ def calibrate(results: Path) -> Calibration:
             raise UserError(f"{reference.directory}: UE {ue} has no flow or no telemetry to calibrate from")
         start_ns = min(f["start_ns"] for f in flows)
         ues.append(_calibrate_ue(reference.directory / "series.lp", ue, periods, start_ns, complete, telemetry))
-    sr_period = round(_wall_ms(sr_period_ms(reference.directory / "rr.conf"), _ttis_per_ms(ues)), 2)
-    ues = [_fit_uplink(ue, sr_period) for ue in ues]
     return Calibration(
         source=str(results),
         reference_arm=reference.arm,
         n_prb=int(cell.get("n_prb", 25 if cell.get("kind") == "srsran" else 15)),
         telemetry_period_ms=int(cell.get("telemetry_period_ms", 10)),
         discard_timer_ms=discard_timer_ms(reference.directory / "rb.conf", int(cell.get("qci", 9))),
-        uplink_sr_period_ms=sr_period,
         ues=ues,
     )
-
-
-def _fit_uplink(ue: UeCalibration, sr_period_ms: float) -> UeCalibration:
-    """`ue` with the virtual cell's fixed uplink delay, fitted to its packets' median delay (module docstring)."""
-    if sr_period_ms <= 0:
-        return replace(ue, uplink_grant_chain=0.0, uplink_delay_ms=round(ue.uplink_p50_ms, 2))
-    wait = ue.uplink_grant_chain * ue.uplink_grant_period_ms / 2 + (1 - ue.uplink_grant_chain) * sr_period_ms / 2
-    fixed = max(ue.uplink_p50_ms - wait - (SR_TO_PUSCH_MS - SR_TO_GRANT_MS), 0.0)
-    return replace(ue, uplink_delay_ms=round(fixed, 2))
 
 
 def discard_timer_ms(rb_conf: Path, qci: int) -> float:
@@ -248,37 +220,32 @@ def _wall_ms(ttis: float, ttis_per_ms: float) -> float:
     return ttis / ttis_per_ms if ttis_per_ms > 0 else ttis
 
 
-def _ttis_per_ms(ues: list[UeCalibration]) -> float:
-    """The eNB's TTIs per wall-clock ms (one clock for all its UEs), 1 where unknown."""
-    rates = [ue.ttis_per_ms for ue in ues if math.isfinite(ue.ttis_per_ms) and ue.ttis_per_ms > 0]
-    return float(np.mean(rates)) if rates else 1.0
-
-
-def sr_period_ms(rr_conf: Path) -> float:
-    """The scheduling-request period of srsenb's rr.conf (`sched_request_cnfg.period`), subframes (ms of a stack
-    that keeps real time)."""
-    try:
-        text = re.sub(r"//[^\n]*", "", rr_conf.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise UserError(f"{rr_conf}: cannot read srsenb's radio resource configuration: {error.strerror}") from None
-    config = _SR_CONFIG.search(text)
-    period = _PERIOD.search(config[1]) if config else None
-    if period is None or int(period[1]) <= 0:
-        raise UserError(f"{rr_conf}: no sched_request_cnfg.period (the UE's scheduling-request period)")
-    return float(period[1])
-
-
 def _uplink_records(directory: Path, ue: int) -> np.ndarray:
     """UE `ue`'s (1-based) uplink packet records in a srsRAN run; none where the run has no uplink-packets.bin."""
     records = analysis.read_packet_records(directory / "uplink-packets.bin")
     return records[records["ue"] == ue - 1]
 
 
-def _bunch_spacings_ms(records: np.ndarray) -> np.ndarray:
-    """The spacings of the transmissions the records reached the core in, ms (BUNCH_GAP_MS tells them apart)."""
-    core_ms = np.sort(records["delivery_ns"].astype(np.int64)) / 1e6
-    starts = core_ms[np.r_[0, np.nonzero(np.diff(core_ms) > BUNCH_GAP_MS)[0] + 1]] if core_ms.size else core_ms
-    return np.diff(starts)
+def uplink_transmissions(
+    records: np.ndarray, start_ns: int, end_s: float, least_delay_ms: float
+) -> list[tuple[float, int | None]]:
+    """The transmissions `records` (one UE's uplink packets in one run) reached the core in, from `start_ns` until
+    `end_s` after it: (time_s, the bytes it carried where it left behind a packet written at least `least_delay_ms`
+    before it, else None), and (`end_s`, None) to end the trace (module docstring)."""
+    written_ms = (records["arrival_ns"].astype(np.int64) - start_ns) / 1e6
+    core_ms = (records["delivery_ns"].astype(np.int64) - start_ns) / 1e6
+    order = np.argsort(core_ms, kind="stable")
+    sorted_ms = core_ms[order]
+    breaks = np.nonzero(np.diff(sorted_ms) >= TRANSMISSION_GAP_MS)[0] + 1
+    rows: list[tuple[float, int | None]] = []
+    for members in np.split(order, breaks) if order.size else []:
+        first_ms, last_ms = core_ms[members].min(), core_ms[members].max()
+        if not 0 <= first_ms < end_s * 1e3:
+            continue
+        left_behind = np.any((written_ms <= first_ms - least_delay_ms) & (core_ms > last_ms))
+        carried = int(records["length"][members].astype(np.int64).sum())
+        rows.append((round(first_ms / 1e3, 6), carried if left_behind else None))
+    return [*rows, (end_s, None)]
 
 
 def _calibrate_ue(
@@ -296,20 +263,16 @@ def _calibrate_ue(
     if delays.size == 0:
         raise UserError(f"UE {ue}: no packet records (packets.bin) in any run: the one-way delay is unknown")
     backhaul = float(np.percentile(delays, DELAY_QUANTILE))
-    uplink = [_uplink_records(r.directory, ue) for r in runs]
-    uplink_delays = np.concatenate(
-        [(u["delivery_ns"].astype(np.int64) - u["arrival_ns"].astype(np.int64)) / 1e6 for u in uplink]
-    )
-    if uplink_delays.size == 0:
+    uplink = _uplink_records(series.parent, ue)
+    if uplink.size == 0:
         raise UserError(
-            f"UE {ue}: no uplink packet records (uplink-packets.bin) in any run: the uplink delay is unknown "
+            f"{series.parent}: UE {ue} has no uplink packet records (uplink-packets.bin): its uplink is unknown "
             "(runs before the uplink captures lack them: run the srsRAN scenario again)"
         )
-    spacings = np.concatenate([_bunch_spacings_ms(u) for u in uplink])
+    uplink_delays = (uplink["delivery_ns"].astype(np.int64) - uplink["arrival_ns"].astype(np.int64)) / 1e6
+    least_uplink = round(float(np.percentile(uplink_delays, DELAY_QUANTILE)), 2)
     span_ms = (periods[-1].time_ns - periods[0].time_ns) / 1e6
     ttis_per_ms = (periods[-1].tti - periods[0].tti) / span_ms if span_ms > 0 else math.nan
-    grant_period = _wall_ms(HARQ_RTT_TTIS, ttis_per_ms)
-    chained = float(np.mean(np.abs(spacings - grant_period) <= CHAIN_TOLERANCE_MS)) if spacings.size else 0.0
     new = retx = 0
     for run in runs:
         run_periods = telemetry[run.directory].get(ue, [])
@@ -328,11 +291,9 @@ def _calibrate_ue(
         ue=ue,
         capacity=capacity,
         backhaul_delay_ms=round(backhaul, 2),
-        uplink_delay_ms=math.nan,  # calibrate() fits it once the SR period is known
+        uplink=uplink_transmissions(uplink, start_ns, capacity[-1][0], least_uplink),
+        uplink_delay_ms=least_uplink,
         uplink_p50_ms=round(float(np.median(uplink_delays)), 2),
-        uplink_grant_period_ms=round(grant_period, 2),
-        # below 1: the virtual cell's chain must break
-        uplink_grant_chain=round(min(chained, 0.99), 3),
         harq_bler=round(retx / (new + retx), 4) if new + retx else 0.0,
         queue_limit_bytes=limit_bytes,
         queue_limit_sdus=limit_sdus,
@@ -359,9 +320,7 @@ def scenario(calibration: Calibration, original: dict[str, Any]) -> dict[str, An
                 "trace": {"file": f"capacity-ue{ue.ue}.csv"},
                 "backhaul_delay_ms": ue.backhaul_delay_ms,
                 "uplink_delay_ms": ue.uplink_delay_ms,
-                "uplink_sr_period_ms": calibration.uplink_sr_period_ms,
-                "uplink_grant_period_ms": ue.uplink_grant_period_ms,
-                "uplink_grant_chain": ue.uplink_grant_chain,
+                "uplink_trace": {"file": f"uplink-ue{ue.ue}.csv"},
                 "queue_limit_bytes": ue.queue_limit_bytes,
                 "queue_limit_sdus": ue.queue_limit_sdus,
                 "harq_bler": ue.harq_bler,
@@ -375,10 +334,12 @@ def scenario(calibration: Calibration, original: dict[str, Any]) -> dict[str, An
 
 
 def write(calibration: Calibration, original: dict[str, Any], output: Path) -> Path:
-    """scenario.toml, the capacity traces and calibration.json (the figures without the traces) in `output`."""
+    """scenario.toml, the capacity and uplink traces and calibration.json (the figures without the traces) in
+    `output`."""
     summary = asdict(calibration)
     for ue in summary["ues"]:
         ue["capacity"] = f"capacity-ue{ue['ue']}.csv"
+        ue["uplink"] = f"uplink-ue{ue['ue']}.csv"
     path = output / "scenario.toml"
     try:
         output.mkdir(parents=True, exist_ok=True)
@@ -387,6 +348,10 @@ def write(calibration: Calibration, original: dict[str, Any], output: Path) -> P
                 writer = csv.writer(file)
                 writer.writerow(["time_s", "rate_mbps"])
                 writer.writerows((f"{time:.6f}", f"{rate:.6f}") for time, rate in ue.capacity)
+            with (output / f"uplink-ue{ue.ue}.csv").open("w", newline="") as file:
+                writer = csv.writer(file)
+                writer.writerow(["time_s", "bytes"])
+                writer.writerows((f"{time:.6f}", "" if limit is None else limit) for time, limit in ue.uplink)
         (output / "calibration.json").write_text(json.dumps(summary, indent=1) + "\n")
         path.write_bytes(tomli_w.dumps(scenario(calibration, original)).encode())
     except OSError as error:

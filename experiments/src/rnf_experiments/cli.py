@@ -251,8 +251,9 @@ def report(results: tuple[Path, ...], per_ue: bool, by: str | None) -> None:
     help="A results folder of the calibrated scenario: compare it with RESULTS arm by arm instead.",
 )
 def calibrate(results: Path, output: Path | None, checked: Path | None) -> None:
-    """A virtual cell calibrated against a srsRAN RESULTS folder: capacity, delays, HARQ and queue limit as that run
-    measured them, in a scenario with the same arms; or, with --check, how close a run of it came."""
+    """A virtual cell calibrated against a srsRAN RESULTS folder: capacity, delays, uplink transmissions, HARQ and
+    queue limit as that run measured them, in a scenario with the same arms; or, with --check, how close a run of it
+    came."""
     if checked is not None:
         rows = calibration.fidelity(
             analysis.read_json(results / "summary.json", ("arms",)),
@@ -272,12 +273,13 @@ def calibrate(results: Path, output: Path | None, checked: Path | None) -> None:
     metadata = analysis.read_json(results / "metadata.json", ("scenario_data",))
     path = calibration.write(found, metadata["scenario_data"], output or results / "calibrated")
     for ue in found.ues:
+        transmissions = len(ue.uplink) - 1
+        full = sum(limit is not None for _, limit in ue.uplink[:-1])
         console.print(
             f"UE {ue.ue}: capacity from arm {found.reference_arm!r}, {ue.mean_rate_mbps:.2f} Mbit/s mean "
-            f"(the eNB at {ue.ttis_per_ms:.3f} TTIs per ms); backhaul {ue.backhaul_delay_ms:.1f} ms; uplink: an SR "
-            f"every {found.uplink_sr_period_ms:g} ms, chained grants every {ue.uplink_grant_period_ms:g} ms "
-            f"{ue.uplink_grant_chain:.0%} of the time, then {ue.uplink_delay_ms:.1f} ms (its packets "
-            f"{ue.uplink_p50_ms:.1f} ms at the median); HARQ BLER {ue.harq_bler:.3f}, queue limit "
+            f"(the eNB at {ue.ttis_per_ms:.3f} TTIs per ms); backhaul {ue.backhaul_delay_ms:.1f} ms; uplink: its "
+            f"{transmissions} transmissions replayed, {full} of them full, at least {ue.uplink_delay_ms:.1f} ms "
+            f"(its packets {ue.uplink_p50_ms:.1f} ms at the median); HARQ BLER {ue.harq_bler:.3f}, queue limit "
             f"{ue.queue_limit_bytes} B / {ue.queue_limit_sdus} SDUs"
         )
     console.print(f"wrote {path}; run it with: rnf run {path}, then: rnf calibrate {results} --check RESULTS")
