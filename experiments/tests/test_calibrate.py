@@ -134,14 +134,15 @@ def _srsran_results(root: Path, ttis_per_period: int = 10) -> Path:
     return root
 
 
-def test_a_stack_slower_than_real_time_stretches_the_harq_round_trip_in_wall_clock_ms(tmp_path):
-    # 8 TTIs per 10 ms period: 0.8 TTIs per ms, so HARQ's 8 TTIs are 10 ms
+def test_a_stack_slower_than_real_time_stretches_the_harq_round_trip_and_discard_timer_in_wall_clock_ms(tmp_path):
+    # 8 TTIs per 10 ms period: 0.8 TTIs per ms, so HARQ's 8 TTIs are 10 ms and the discard timer's 150 TTIs 187.5 ms
     results = _srsran_results(tmp_path / "real", ttis_per_period=8)
     found = calibrate.calibrate(results)
     assert found.ues[0].ttis_per_ms == pytest.approx(0.8)
+    assert found.discard_timer_ms == 187.5
     path = calibrate.write(found, json.loads((results / "metadata.json").read_text())["scenario_data"], tmp_path / "c")
     scenario, _ = load_scenario(path)
-    assert scenario.cell.ues[0].harq_rtt_ms == 10.0
+    assert (scenario.cell.ues[0].harq_rtt_ms, scenario.cell.ues[0].discard_timer_ms) == (10.0, 187.5)
 
 
 def test_uplink_transmissions_are_limited_to_what_they_carried_where_they_left_a_packet_behind():
