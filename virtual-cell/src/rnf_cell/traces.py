@@ -177,6 +177,25 @@ def read_mahimahi(path: Path) -> Trace:
     return (counts * MAHIMAHI_PACKET_BYTES).astype(np.uint32)
 
 
+def _two_columns(path: Path, headers: Sequence[tuple[str, str]]) -> tuple[tuple[str, ...], list[tuple[int, list[str]]]]:
+    """A two-column CSV file's header, one of `headers`, and its non-blank rows with their line numbers."""
+    rows = list(csv.reader(_lines(path)))
+    if not rows:
+        raise TraceError(f"{path}: empty file")
+    header = tuple(cell.strip() for cell in rows[0])
+    if header not in headers:
+        wanted = " or ".join(f"`{','.join(h)}`" for h in headers)
+        raise TraceError(f"{path}:1: header must be {wanted}, got {','.join(header)!r}")
+    data: list[tuple[int, list[str]]] = []
+    for number, row in enumerate(rows[1:], start=2):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) != 2:
+            raise TraceError(f"{path}:{number}: expected 2 columns, got {len(row)}")
+        data.append((number, row))
+    return header, data
+
+
 _CSV_TTI = ("tti", "bytes")
 _CSV_RATE = ("time_s", "rate_mbps")
 
@@ -187,18 +206,9 @@ def read_csv(path: Path) -> Trace:
     With `time_s,rate_mbps` the last row ends the trace: its time is the trace length and its rate is unused.
     A negative rate or bytes value marks an outage; NaN and infinity are errors.
     """
-    rows = list(csv.reader(_lines(path)))
-    if not rows:
-        raise TraceError(f"{path}: empty file")
-    header = tuple(cell.strip() for cell in rows[0])
-    if header not in (_CSV_TTI, _CSV_RATE):
-        raise TraceError(f"{path}:1: header must be `tti,bytes` or `time_s,rate_mbps`, got {','.join(header)!r}")
+    header, rows = _two_columns(path, (_CSV_TTI, _CSV_RATE))
     values: list[tuple[float, float]] = []
-    for number, row in enumerate(rows[1:], start=2):
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) != 2:
-            raise TraceError(f"{path}:{number}: expected 2 columns, got {len(row)}")
+    for number, row in rows:
         try:
             value = (float(row[0]), float(row[1]))
         except ValueError:
@@ -241,18 +251,9 @@ def read_uplink_csv(path: Path) -> UplinkTrace:
     """`time_s,bytes`: per row, a transmission of the UE's reaching the core at `time_s`, carrying at most `bytes`
     of its packets (empty: whatever waits). The last row ends the trace: its time is the trace's length and its
     bytes are unused."""
-    rows = list(csv.reader(_lines(path)))
-    if not rows:
-        raise TraceError(f"{path}: empty file")
-    header = tuple(cell.strip() for cell in rows[0])
-    if header != _CSV_UPLINK:
-        raise TraceError(f"{path}:1: header must be `time_s,bytes`, got {','.join(header)!r}")
+    _, rows = _two_columns(path, (_CSV_UPLINK,))
     records: list[tuple[int, int]] = []
-    for number, row in enumerate(rows[1:], start=2):
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) != 2:
-            raise TraceError(f"{path}:{number}: expected 2 columns, got {len(row)}")
+    for number, row in rows:
         try:
             time_s = float(row[0])
         except ValueError:
@@ -267,8 +268,8 @@ def read_uplink_csv(path: Path) -> UplinkTrace:
         raise TraceError(f"{path}: needs a transmission and the row that ends the trace")
     times = np.array([time for time, _ in records])
     if np.any(np.diff(times) <= 0):
-        row = int(np.argmax(np.diff(times) <= 0)) + 1
-        raise TraceError(f"{path}: time_s must increase strictly (microsecond steps): row {row + 1} of the data")
+        later = int(np.argmax(np.diff(times) <= 0)) + 1  # 0-based, among the data rows
+        raise TraceError(f"{path}: time_s must increase strictly (microsecond steps): row {later + 1} of the data")
     return np.array(records, dtype=UPLINK_RECORD)
 
 
