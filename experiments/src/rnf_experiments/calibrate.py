@@ -247,12 +247,17 @@ def uplink_transmissions(
     order = np.argsort(core_ms, kind="stable")
     sorted_ms = core_ms[order]
     breaks = np.nonzero(np.diff(sorted_ms) >= TRANSMISSION_GAP_MS)[0] + 1
+    # the latest arrival at the core among the packets written by each time, in the order they were written
+    by_writing = np.argsort(written_ms, kind="stable")
+    written_sorted = written_ms[by_writing]
+    latest_core_ms = np.maximum.accumulate(core_ms[by_writing]) if records.size else core_ms
     rows: list[tuple[float, int | None]] = []
     for members in np.split(order, breaks) if order.size else []:
         first_ms, last_ms = core_ms[members].min(), core_ms[members].max()
         if not 0 <= first_ms < end_s * 1e3:
             continue
-        left_behind = np.any((written_ms <= first_ms - least_delay_ms) & (core_ms > last_ms))
+        written_by = int(np.searchsorted(written_sorted, first_ms - least_delay_ms, side="right"))
+        left_behind = written_by > 0 and latest_core_ms[written_by - 1] > last_ms
         carried = int(records["length"][members].astype(np.int64).sum())
         rows.append((round(first_ms / 1e3, 6), carried if left_behind else None))
     return [*rows, (end_s, None)]
