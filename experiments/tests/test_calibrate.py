@@ -3,6 +3,7 @@ hand-built runs whose figures are known, and the fidelity bounds of issue 18."""
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -248,22 +249,42 @@ def test_fidelity_holds_utilization_to_3_points_and_the_queue_to_20_percent_or_3
     assert rows["smvs", "delay p95 ms"].met is None  # shown, no bound
 
 
+def test_fidelity_shows_the_standard_error_of_each_side_from_its_repetitions():
+    def run(arm, utilization, p50):
+        return {"arm": arm, "utilization": utilization, "queue_p50_bytes": p50, "queue_p95_bytes": 50_000,
+                "delay_p95_ms": 30.0}  # fmt: skip
+
+    means = {"bbr": {"utilization": 0.96, "queue_p50_bytes": 34_000, "queue_p95_bytes": 50_000, "delay_p95_ms": 30.0}}
+    srsran = {"arms": means, "runs": [run("bbr", 0.95, 30_000), run("bbr", 0.97, 34_000), run("bbr", 0.96, 38_000),
+                                      run("cubic", 0.5, 1)]}  # fmt: skip
+    virtual = {"arms": means, "runs": [run("bbr", 0.96, 34_000)]}
+    rows = {row.figure: row for row in calibrate.fidelity(srsran, virtual)}
+    # 95, 97, 96 %: sample standard deviation 1 point, over sqrt(3); 30, 34, 38 kB: 4 kB over sqrt(3)
+    assert rows["utilization %"].srsran_error == pytest.approx(1 / 3**0.5)
+    assert rows["queue p50 kB"].srsran_error == pytest.approx(4 / 3**0.5)
+    assert rows["queue p95 kB"].srsran_error == 0.0  # the same in every repetition
+    assert rows["utilization %"].virtual_error is None  # one repetition: no spread to show
+
+
 def test_the_command_writes_the_calibrated_scenario_then_checks_a_run_of_it(tmp_path):
     results = _srsran_results(tmp_path / "real")
     written = CliRunner().invoke(cli, ["calibrate", str(results)])
     assert written.exit_code == 0, written.output
     assert "capacity from arm 'cubic', 16.00 Mbit/s" in written.output and "18 transmissions" in written.output
     assert (results / "calibrated" / "scenario.toml").is_file()
-    summary = {"arms": {"smvs": {"utilization": 0.9, "queue_p50_bytes": 20_000, "queue_p95_bytes": 30_000,
-                                 "delay_p95_ms": 21.0}}}  # fmt: skip
+    figures = {"utilization": 0.9, "queue_p50_bytes": 20_000, "queue_p95_bytes": 30_000, "delay_p95_ms": 21.0}
+    summary: dict[str, Any] = {"arms": {"smvs": dict(figures)}}
+    summary["runs"] = [{**figures, "arm": "smvs", "utilization": u} for u in (0.89, 0.91)]  # 90 ± 1 %
     (results / "summary.json").write_text(json.dumps(summary))
+    del summary["runs"]
     summary["arms"]["smvs"]["utilization"] = 0.95
     (tmp_path / "virtual").mkdir()
     (tmp_path / "virtual" / "summary.json").write_text(json.dumps(summary))
     checked = CliRunner().invoke(cli, ["calibrate", str(results), "--check", str(tmp_path / "virtual")])
     assert checked.exit_code == 0, checked.output
     utilization = next(line for line in checked.output.splitlines() if "utilization" in line)
-    assert "90.0" in utilization and "95.0" in utilization and "NO" in utilization
+    assert "90.0 ± 1.0" in utilization and "95.0" in utilization and "NO" in utilization
+    assert "95.0 ±" not in utilization  # one repetition: no standard error
 
 
 def test_the_discard_timer_is_the_bearers_qcis_and_infinity_is_none(tmp_path):

@@ -382,24 +382,55 @@ class FidelityRow:
     virtual: float
     bound: str  # what the bound allows, for the table; "" where there is none
     met: bool | None  # None where there is no bound
+    srsran_error: float | None = None  # the standard error of the repetitions' mean, in the figure's unit
+    virtual_error: float | None = None  # None with fewer than two repetitions
+
+
+FIDELITY_FIGURES = (  # summary key, label, scale to the label's unit
+    ("utilization", "utilization %", 100.0),
+    ("queue_p50_bytes", "queue p50 kB", 1e-3),
+    ("queue_p95_bytes", "queue p95 kB", 1e-3),
+    ("delay_p95_ms", "delay p95 ms", 1.0),
+)
+
+
+def standard_error(values: list[float]) -> float | None:
+    """The standard error of the mean of `values` (sample standard deviation over the square root of their
+    number); None for fewer than two."""
+    if len(values) < 2:
+        return None
+    return float(np.std(values, ddof=1) / math.sqrt(len(values)))
+
+
+def _errors(summary: dict[str, Any], arm: str) -> dict[str, float | None]:
+    """Per figure key, the standard error of `arm`'s mean over the repetitions in `summary["runs"]`."""
+    runs = [run for run in summary.get("runs", []) if run.get("arm") == arm]
+    errors: dict[str, float | None] = {}
+    for key, _, scale in FIDELITY_FIGURES:
+        error = standard_error([float(run[key]) for run in runs if key in run])
+        errors[key] = None if error is None else error * scale
+    return errors
 
 
 def fidelity(srsran: dict[str, Any], virtual: dict[str, Any]) -> list[FidelityRow]:
-    """Arm by arm, the srsRAN figures against the calibrated cell's (two summary.json), with issue 18's bounds."""
+    """Arm by arm, the srsRAN figures against the calibrated cell's (two summary.json: the means of their
+    repetitions, under "arms", held to issue 18's bounds; the standard errors from their "runs", so that a reader
+    sees where a difference is within the runs' own spread)."""
     rows = []
     for arm, real in srsran["arms"].items():
         calibrated = virtual["arms"].get(arm)
         if calibrated is None:
             continue
-        utilization = (100 * real["utilization"], 100 * calibrated["utilization"])
-        close = abs(utilization[0] - utilization[1]) <= UTILIZATION_POINTS
-        rows.append(FidelityRow(arm, "utilization %", *utilization, f"±{UTILIZATION_POINTS:g} points", close))
-        for key, label in (("queue_p50_bytes", "queue p50 kB"), ("queue_p95_bytes", "queue p95 kB")):
-            real_bytes, virtual_bytes = real[key], calibrated[key]
-            allowed = max(QUEUE_RELATIVE * real_bytes, QUEUE_FLOOR_BYTES)
-            close = abs(real_bytes - virtual_bytes) <= allowed
+        real_errors, virtual_errors = _errors(srsran, arm), _errors(virtual, arm)
+        for key, label, scale in FIDELITY_FIGURES:
+            real_value, virtual_value = real[key] * scale, calibrated[key] * scale
+            bound, met = "", None  # the delay is shown, not bounded
+            if key == "utilization":
+                bound, met = f"±{UTILIZATION_POINTS:g} points", abs(real_value - virtual_value) <= UTILIZATION_POINTS
+            elif key != "delay_p95_ms":
+                allowed = max(QUEUE_RELATIVE * real[key], QUEUE_FLOOR_BYTES)  # in bytes, as compared
+                bound, met = f"±{allowed * scale:.1f} kB", abs(real[key] - calibrated[key]) <= allowed
             rows.append(
-                FidelityRow(arm, label, real_bytes / 1e3, virtual_bytes / 1e3, f"±{allowed / 1e3:.1f} kB", close)
+                FidelityRow(arm, label, real_value, virtual_value, bound, met, real_errors[key], virtual_errors[key])
             )
-        rows.append(FidelityRow(arm, "delay p95 ms", real["delay_p95_ms"], calibrated["delay_p95_ms"], "", None))
     return rows

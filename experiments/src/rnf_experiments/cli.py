@@ -261,12 +261,22 @@ def calibrate(results: Path, output: Path | None, checked: Path | None) -> None:
         )
         if not rows:
             raise UserError(f"{checked}: no arm in common with {results}")
-        table = Table(title=f"{results.name} (srsRAN) against {checked.name} (calibrated virtual cell)")
+        table = Table(
+            title=f"{results.name} (srsRAN) against {checked.name} (calibrated virtual cell)",
+            caption="the means of each run's repetitions, ± the standard error of the mean where there are several",
+        )
         for column in ("arm", "figure", "srsRAN", "virtual", "bound", "met"):
             table.add_column(column, justify="left" if column in ("arm", "figure", "bound") else "right")
         for row in rows:
             met = "" if row.met is None else ("yes" if row.met else "NO")
-            table.add_row(row.arm, row.figure, f"{row.srsran:.1f}", f"{row.virtual:.1f}", row.bound, met)
+            table.add_row(
+                row.arm,
+                row.figure,
+                _with_error(row.srsran, row.srsran_error),
+                _with_error(row.virtual, row.virtual_error),
+                row.bound,
+                met,
+            )
         console.print(table)
         return
     found = calibration.calibrate(results)
@@ -283,6 +293,10 @@ def calibrate(results: Path, output: Path | None, checked: Path | None) -> None:
             f"{ue.queue_limit_bytes} B / {ue.queue_limit_sdus} SDUs"
         )
     console.print(f"wrote {path}; run it with: rnf run {path}, then: rnf calibrate {results} --check RESULTS")
+
+
+def _with_error(value: float, error: float | None) -> str:
+    return f"{value:.1f}" if error is None else f"{value:.1f} ± {error:.1f}"
 
 
 @dataclass(frozen=True)
