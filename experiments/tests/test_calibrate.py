@@ -135,6 +135,18 @@ def _srsran_results(root: Path, ttis_per_period: int = 10) -> Path:
     return root
 
 
+def test_the_delivery_lag_is_from_each_report_to_the_tun_receiving_the_last_byte_scheduled_by_it():
+    # reports at 10, 20 and 30 ms of 3060, 3060 and 0 B (RLC's count: 2 % headers, scaled to the 6000 B delivered);
+    # four 1500 B packets reach the TUN at 12, 18, 25 and 27 ms (the log in another order). By 10 ms 3000 B were
+    # scheduled, all delivered with the second packet (18 ms): 8 ms; by 20 ms 6000, with the fourth (27 ms): 7 ms;
+    # the third report scheduled nothing
+    lags = calibrate.delivery_lag_ms(
+        [10 * MS, 20 * MS, 30 * MS], [3060, 3060, 0], [25 * MS, 12 * MS, 27 * MS, 18 * MS], [1500] * 4
+    )
+    assert lags == pytest.approx([8.0, 7.0])
+    assert calibrate.delivery_lag_ms([10 * MS], [3000], [], []) == []  # no packet log: nothing to measure
+
+
 def test_a_stack_slower_than_real_time_stretches_the_harq_round_trip_and_discard_timer_in_wall_clock_ms(tmp_path):
     # 8 TTIs per 10 ms period: 0.8 TTIs per ms, so HARQ's 8 TTIs are 10 ms and the discard timer's 150 TTIs 187.5 ms
     results = _srsran_results(tmp_path / "real", ttis_per_period=8)
@@ -186,6 +198,7 @@ def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_pat
     assert scenario.cell.kind == "virtual" and scenario.cell.wired.delay_ms == 0.0 and scenario.cell.prb == 25
     cell_ue = scenario.cell.ues[0]
     assert (cell_ue.backhaul_delay_ms, cell_ue.uplink_delay_ms, cell_ue.harq_bler) == (6.0, 7.5, 0.1)
+    assert cell_ue.delivery_delay_ms == 0.0  # the packets' lengths are 0: no lag to measure, all before the queue
     assert cell_ue.uplink_sr_period_ms == 0.0 and cell_ue.uplink_trace is not None
     # the transmissions the virtual cell will replay, in microseconds, none limited
     uplink = traces.read_uplink_csv(cell_ue.uplink_trace.file)
@@ -270,7 +283,9 @@ def test_the_command_writes_the_calibrated_scenario_then_checks_a_run_of_it(tmp_
     results = _srsran_results(tmp_path / "real")
     written = CliRunner().invoke(cli, ["calibrate", str(results)])
     assert written.exit_code == 0, written.output
-    assert "capacity from arm 'cubic', 16.00 Mbit/s" in written.output and "18 transmissions" in written.output
+    said = " ".join(written.output.split())  # the console wraps its lines
+    assert "capacity from arm 'cubic', 16.00 Mbit/s" in said and "18 transmissions" in said
+    assert "backhaul 6.0 ms before the queue, 0.0 ms after it" in said
     assert (results / "calibrated" / "scenario.toml").is_file()
     figures = {"utilization": 0.9, "queue_p50_bytes": 20_000, "queue_p95_bytes": 30_000, "delay_p95_ms": 21.0}
     summary: dict[str, Any] = {"arms": {"smvs": dict(figures)}}

@@ -185,6 +185,37 @@ def test_with_an_uplink_trace_the_ues_packets_leave_in_its_transmissions_within_
     assert np.all(np.diff(transmissions) > 18), np.diff(transmissions)
 
 
+def test_the_delivery_delay_holds_each_packet_after_the_queue_before_the_ues_tun(cell_data, tmp_path):
+    # no backhaul, a 30 ms delivery delay: an echo reply is served in the first TTI after it reaches the cell, then
+    # waits 30 ms; with the 10 ms uplink and the wired path (5 ms each way) every RTT is 50 ms and at most a TTI
+    # and the host's scheduling more, and the packet log has each reply 30-31 ms from the SGi to the UE's TUN
+    cell_data["ues"][0] |= {"backhaul_delay_ms": 0, "delivery_delay_ms": 30}
+    config = parse_cell(cell_data, "test")
+
+    async def scenario() -> str:
+        cell = VirtualCell(config, tmp_path, NullRecorder())
+        async with cell:
+            warm = ["ip", "netns", "exec", cell.names.ue(0), "ping", "-n", "-c", "1", "-W", "2", "10.20.0.2"]
+            await (await asyncio.create_subprocess_exec(*warm, stdout=asyncio.subprocess.DEVNULL)).wait()  # ARP
+            ping = await asyncio.create_subprocess_exec(
+                "ip", "netns", "exec", cell.names.ue(0), "ping", "-n", "-i", "0.05", "-c", "10", "-W", "2",
+                "10.20.0.2", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            out, err = await ping.communicate()
+            assert ping.returncode == 0, err.decode()
+            return out.decode()
+
+    output = asyncio.run(scenario())
+    rtts = [float(rtt) for rtt in re.findall(r"time=([\d.]+) ms", output)]
+    assert len(rtts) == 10 and all(50 <= rtt < 54 for rtt in rtts), output
+    record = np.dtype(
+        [("ue", "<u2"), ("length", "<u2"), ("reserved", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
+    )
+    packets = np.fromfile(tmp_path / "packets.bin", record)
+    waits_ms = (packets["delivery_ns"].astype(np.int64) - packets["arrival_ns"].astype(np.int64)) / 1e6
+    assert packets.size == 11 and np.all((waits_ms >= 30) & (waits_ms < 32)), waits_ms  # the warm-up's reply too
+
+
 def test_published_telemetry_matches_what_the_ue_kernel_received(cell_data, tmp_path, tun_rx_bytes):
     config = parse_cell(cell_data, "test")
 

@@ -287,7 +287,8 @@ def calibrate(results: Path, output: Path | None, checked: Path | None) -> None:
         full = sum(limit is not None for _, limit in ue.uplink[:-1])
         console.print(
             f"UE {ue.ue}: capacity from arm {found.reference_arm!r}, {ue.mean_rate_mbps:.2f} Mbit/s mean "
-            f"(the eNB at {ue.ttis_per_ms:.3f} TTIs per ms); backhaul {ue.backhaul_delay_ms:.1f} ms; uplink: its "
+            f"(the eNB at {ue.ttis_per_ms:.3f} TTIs per ms); backhaul {ue.backhaul_delay_ms:.1f} ms before the queue, "
+            f"{ue.delivery_delay_ms:.1f} ms after it; uplink: its "
             f"{transmissions} transmissions replayed, {full} of them full, at least {ue.uplink_delay_ms:.1f} ms "
             f"(its packets {ue.uplink_p50_ms:.1f} ms at the median); HARQ BLER {ue.harq_bler:.3f}, queue limit "
             f"{ue.queue_limit_bytes} B / {ue.queue_limit_sdus} SDUs"

@@ -82,6 +82,10 @@ pub struct UeConfig {
     pub ipv4: Ipv4Addr,
     pub trace_file: PathBuf,
     pub backhaul_delay_us: u64,
+    /// After the RLC queue: from the TTI that completes an SDU to its write to the UE's TUN (the eNB's transmit
+    /// processing, the air and the UE's receive processing); 0 for none.
+    #[serde(default)]
+    pub delivery_delay_us: u64,
     pub uplink_delay_us: u64,
     pub queue_limit_bytes: u64,
     pub queue_limit_sdus: u64,

@@ -264,6 +264,8 @@ struct Datapath {
     stop: bool,
     routes: HashMap<[u8; 4], usize>,
     backhaul: Vec<DelayLine<Sdu>>,
+    /// Per UE, the SDUs completed and not yet written to its TUN (`delivery_delay_us`).
+    air: Vec<DelayLine<Sdu>>,
     uplink: Vec<DelayLine<Vec<u8>>>,
     uplink_timing: Vec<uplink::Uplink>,
     to_core: WiredLink<Vec<u8>>,
@@ -326,6 +328,7 @@ impl Datapath {
             stop: false,
             routes: config.ues.iter().enumerate().map(|(i, ue)| (ue.ipv4.octets(), i)).collect(),
             backhaul: config.ues.iter().map(|ue| DelayLine::new(ue.backhaul_delay_us * 1000)).collect(),
+            air: config.ues.iter().map(|ue| DelayLine::new(ue.delivery_delay_us * 1000)).collect(),
             uplink: config.ues.iter().map(|_| DelayLine::new(0)).collect(), // Uplink::release_ns sets the time
             uplink_timing,
             to_core: WiredLink::new(w.rate_bps, w.delay_us * 1000, w.queue_limit_bytes),
@@ -407,6 +410,7 @@ impl Datapath {
             self.release_wired(false);
             self.run_due_ttis();
             self.release_uplink(); // what the TTIs' ACK Regulators released
+            self.release_air(monotonic_ns());
             self.send_log();
         }
         Ok(())
@@ -416,7 +420,11 @@ impl Datapath {
     /// reaching the far end of the wired link. Backhaul releases only matter at TTI boundaries.
     fn arm_timer(&mut self) -> Result<(), String> {
         let mut deadline = self.clock.due_ns(self.cell.next_tti());
-        let releases = self.uplink.iter().filter_map(DelayLine::next_release);
+        let releases = self
+            .uplink
+            .iter()
+            .filter_map(DelayLine::next_release)
+            .chain(self.air.iter().filter_map(DelayLine::next_release));
         let arrivals = [self.to_core.next_arrival(), self.to_server.next_arrival()].into_iter().flatten();
         for moment in releases.chain(arrivals) {
             deadline = deadline.min(moment);
@@ -464,16 +472,28 @@ impl Datapath {
                     self.stats.reports_dropped += lines;
                 }
             }
-            for delivery in self.deliveries.drain(..) {
-                let data = delivery.sdu.data;
-                match write_packet(self.devices.ues[delivery.ue].fd(), &data) {
+            let mut deliveries = std::mem::take(&mut self.deliveries);
+            for delivery in deliveries.drain(..) {
+                self.air[delivery.ue].push(due, delivery.sdu);
+            }
+            self.deliveries = deliveries;
+            self.release_air(due);
+        }
+    }
+
+    /// Writes to the UEs' TUNs the SDUs whose delivery delay has passed by `now` (monotonic ns).
+    fn release_air(&mut self, now: u64) {
+        for ue in 0..self.air.len() {
+            while let Some(sdu) = self.air[ue].pop_due(now) {
+                let data = sdu.data;
+                match write_packet(self.devices.ues[ue].fd(), &data) {
                     Ok(()) if self.logging => {
-                        let flags = if delivery.sdu.ce_marked { LogRecord::CE_MARKED } else { 0 };
+                        let flags = if sdu.ce_marked { LogRecord::CE_MARKED } else { 0 };
                         let record = LogRecord {
-                            ue: delivery.ue as u16,
+                            ue: ue as u16,
                             length: data.len().min(u16::MAX as usize) as u16,
                             flags,
-                            arrival_ns: delivery.sdu.arrival_ns,
+                            arrival_ns: sdu.arrival_ns,
                             delivery_ns: realtime_ns(),
                         };
                         log_record(&mut self.log, &mut self.stats.packet_log_dropped, record);

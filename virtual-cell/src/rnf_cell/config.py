@@ -183,6 +183,7 @@ class UeConfig(Strict):
     rnti: int | None = Field(default=None, ge=1, le=0xFFF3)
     lcid: int = Field(default=3, ge=1, le=10)
     backhaul_delay_ms: Delay = 10.0
+    delivery_delay_ms: Delay = 0.0
     uplink_delay_ms: Delay = 10.0
     uplink_sr_period_ms: float = Field(default=0.0, ge=0, le=1000, allow_inf_nan=False)
     uplink_grant_period_ms: float = Field(default=0.0, ge=0, le=1000, allow_inf_nan=False)

@@ -140,6 +140,7 @@ def datapath_config(
                 "ipv4": str(ip),
                 "trace_file": str(trace_files[i]),
                 "backhaul_delay_us": round(ue.backhaul_delay_ms * 1000),
+                "delivery_delay_us": round(ue.delivery_delay_ms * 1000),
                 "uplink_delay_us": round(ue.uplink_delay_ms * 1000),
                 "uplink_sr_period_us": round(ue.uplink_sr_period_ms * 1000),
                 "uplink_grant_period_us": round(ue.uplink_grant_period_ms * 1000),
