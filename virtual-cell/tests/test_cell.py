@@ -14,13 +14,16 @@ import numpy as np
 import pytest
 from rnf_cell import traces
 from rnf_cell.cell import VirtualCell
-from rnf_cell.config import parse_cell
+from rnf_cell.config import CellConfig, parse_cell
 from rnf_cell.topology import SGI_IFNAME, UE_IFNAME, leftovers
 from rnf_telemetry.record import NullRecorder
 from rnf_telemetry.transport import Subscriber
 
 pytestmark = pytest.mark.root
 EXAMPLES = Path(__file__).parents[1] / "examples"
+PACKET_RECORD = np.dtype(  # packets.bin, INTERFACE.md "Packet log", read without the project's readers
+    [("ue", "<u2"), ("length", "<u2"), ("reserved", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
+)
 
 
 async def iperf_download(cell: VirtualCell, seconds: float) -> asyncio.subprocess.Process:
@@ -45,6 +48,26 @@ async def iperf_download(cell: VirtualCell, seconds: float) -> asyncio.subproces
         stderr=asyncio.subprocess.PIPE,
     )
     return client
+
+
+def ping_from_the_ue(config: CellConfig, workdir: Path, *options: str) -> str:
+    """Pings the server from UE 1 through a cell of `config` with ping's `options`, after one ping that resolves the
+    server's gateway (ARP over the wired path would add its delay to the first); ping's output."""
+
+    async def scenario() -> str:
+        cell = VirtualCell(config, workdir, NullRecorder())
+        async with cell:
+            warm = ["ip", "netns", "exec", cell.names.ue(0), "ping", "-n", "-c", "1", "-W", "2", "10.20.0.2"]
+            await (await asyncio.create_subprocess_exec(*warm, stdout=asyncio.subprocess.DEVNULL)).wait()
+            ping = await asyncio.create_subprocess_exec(
+                "ip", "netns", "exec", cell.names.ue(0), "ping", "-n", *options, "-W", "2", "10.20.0.2",
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            out, err = await ping.communicate()
+            assert ping.returncode == 0, err.decode()
+            return out.decode()
+
+    return asyncio.run(scenario())
 
 
 def test_tcp_download_gets_the_mahimahi_trace_capacity_while_backlogged(cell_data, tmp_path, tun_rx_bytes):
@@ -105,10 +128,7 @@ def test_the_discard_timer_bounds_every_delivered_packets_wait_and_counts_what_i
             await asyncio.sleep(0.2)
 
     asyncio.run(scenario())
-    record = np.dtype(
-        [("ue", "<u2"), ("length", "<u2"), ("reserved", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
-    )
-    packets = np.fromfile(tmp_path / "packets.bin", record)
+    packets = np.fromfile(tmp_path / "packets.bin", PACKET_RECORD)
     waits_ms = (packets["delivery_ns"].astype(np.int64) - packets["arrival_ns"].astype(np.int64)) / 1e6
     assert packets.size > 1500 and waits_ms.max() <= 10 + 50 + 5, f"{packets.size} packets, longest {waits_ms.max()} ms"
     discarded = sum(r.discarded_sdus for r in reports)
@@ -160,22 +180,7 @@ def test_with_an_uplink_trace_the_ues_packets_leave_in_its_transmissions_within_
     rows = "".join(f"{k * 0.02:.2f},84\n" for k in range(500))
     (tmp_path / "uplink.csv").write_text(f"time_s,bytes\n{rows}10.0,\n")
     cell_data["ues"][0]["uplink_trace"] = {"file": str(tmp_path / "uplink.csv")}
-    config = parse_cell(cell_data, "test")
-
-    async def scenario() -> str:
-        cell = VirtualCell(config, tmp_path, NullRecorder())
-        async with cell:
-            warm = ["ip", "netns", "exec", cell.names.ue(0), "ping", "-n", "-c", "1", "-W", "2", "10.20.0.2"]
-            await (await asyncio.create_subprocess_exec(*warm, stdout=asyncio.subprocess.DEVNULL)).wait()  # ARP
-            ping = await asyncio.create_subprocess_exec(
-                "ip", "netns", "exec", cell.names.ue(0), "ping", "-n", "-D", "-l", "3", "-i", "0.05", "-c", "20",
-                "-W", "2", "10.20.0.2", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            )  # fmt: skip
-            out, err = await ping.communicate()
-            assert ping.returncode == 0, err.decode()
-            return out.decode()
-
-    output = asyncio.run(scenario())
+    output = ping_from_the_ue(parse_cell(cell_data, "test"), tmp_path, "-D", "-l", "3", "-i", "0.05", "-c", "20")
     replies = re.findall(r"^\[([\d.]+)\] .* time=([\d.]+) ms", output, re.M)
     assert len(replies) == 20, output
     assert min(float(rtt) for _, rtt in replies) >= 30, output
@@ -190,28 +195,10 @@ def test_the_delivery_delay_holds_each_packet_after_the_queue_before_the_ues_tun
     # waits 30 ms; with the 10 ms uplink and the wired path (5 ms each way) every RTT is 50 ms and at most a TTI
     # and the host's scheduling more, and the packet log has each reply 30-31 ms from the SGi to the UE's TUN
     cell_data["ues"][0] |= {"backhaul_delay_ms": 0, "delivery_delay_ms": 30}
-    config = parse_cell(cell_data, "test")
-
-    async def scenario() -> str:
-        cell = VirtualCell(config, tmp_path, NullRecorder())
-        async with cell:
-            warm = ["ip", "netns", "exec", cell.names.ue(0), "ping", "-n", "-c", "1", "-W", "2", "10.20.0.2"]
-            await (await asyncio.create_subprocess_exec(*warm, stdout=asyncio.subprocess.DEVNULL)).wait()  # ARP
-            ping = await asyncio.create_subprocess_exec(
-                "ip", "netns", "exec", cell.names.ue(0), "ping", "-n", "-i", "0.05", "-c", "10", "-W", "2",
-                "10.20.0.2", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            )  # fmt: skip
-            out, err = await ping.communicate()
-            assert ping.returncode == 0, err.decode()
-            return out.decode()
-
-    output = asyncio.run(scenario())
+    output = ping_from_the_ue(parse_cell(cell_data, "test"), tmp_path, "-i", "0.05", "-c", "10")
     rtts = [float(rtt) for rtt in re.findall(r"time=([\d.]+) ms", output)]
     assert len(rtts) == 10 and all(50 <= rtt < 54 for rtt in rtts), output
-    record = np.dtype(
-        [("ue", "<u2"), ("length", "<u2"), ("reserved", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
-    )
-    packets = np.fromfile(tmp_path / "packets.bin", record)
+    packets = np.fromfile(tmp_path / "packets.bin", PACKET_RECORD)
     waits_ms = (packets["delivery_ns"].astype(np.int64) - packets["arrival_ns"].astype(np.int64)) / 1e6
     assert packets.size == 11 and np.all((waits_ms >= 30) & (waits_ms < 32)), waits_ms  # the warm-up's reply too
 
