@@ -151,6 +151,14 @@ CELL_FIELDS = [
         "ues[0].backhaul_delay_ms: Input should be a finite number",
     ),
     (
+        '[[ues]]\ntrace = { generator = "constant", rate_mbps = 5 }\ndelivery_delay_ms = nan\n',
+        "ues[0].delivery_delay_ms: Input should be a finite number",
+    ),
+    (
+        '[[ues]]\ntrace = { generator = "constant", rate_mbps = 5 }\ndelivery_delay_ms = -1\n',
+        "ues[0].delivery_delay_ms: Input should be greater than or equal to 0",
+    ),
+    (
         '[[ues]]\ntrace = { generator = "constant", rate_mbps = 5 }\noutages = [{ start_s = 1e9, duration_s = 1 }]\n',
         "ues[0].outages[0].start_s: Input should be less than or equal to 3600",
     ),

@@ -295,25 +295,23 @@ def delivery_lag_ms(
 def _calibrate_ue(
     series: Path, ue: int, periods: list[Period], start_ns: int, runs: list[analysis.ArmRun], telemetry: dict[Path, Any]
 ) -> UeCalibration:
-    delays = np.concatenate(
-        [
-            (r.packets["delivery_ns"].astype(np.int64) - r.packets["arrival_ns"].astype(np.int64))[
-                r.packets["ue"] == ue - 1
-            ]
-            / 1e6
-            for r in runs
-        ]
-    )
-    if delays.size == 0:
-        raise UserError(f"UE {ue}: no packet records (packets.bin) in any run: the one-way delay is unknown")
-    transit = float(np.percentile(delays, DELAY_QUANTILE))
-    lags = []
+    delays, lags = [], []
+    new = retx = 0
     for run in runs:
-        run_periods = telemetry[run.directory].get(ue, [])
         mine = run.packets[run.packets["ue"] == ue - 1]
+        delays.append((mine["delivery_ns"].astype(np.int64) - mine["arrival_ns"].astype(np.int64)) / 1e6)
+        run_periods = telemetry[run.directory].get(ue, [])
         lags += delivery_lag_ms(
             [p.time_ns for p in run_periods], [p.sched_new for p in run_periods], mine["delivery_ns"], mine["length"]
         )
+        if len(run_periods) > 1:
+            full = backlogged(run_periods)
+            new += sum(p.sched_new for p, f in zip(run_periods[1:], full, strict=True) if f)
+            retx += sum(p.sched_retx for p, f in zip(run_periods[1:], full, strict=True) if f)
+    one_way = np.concatenate(delays)
+    if one_way.size == 0:
+        raise UserError(f"UE {ue}: no packet records (packets.bin) in any run: the one-way delay is unknown")
+    transit = float(np.percentile(one_way, DELAY_QUANTILE))
     delivery = min(max(float(np.median(lags)) - VIRTUAL_REPORT_LAG_MS, 0.0), transit) if lags else 0.0
     uplink = _uplink_records(series.parent, ue)
     if uplink.size == 0:
@@ -325,13 +323,6 @@ def _calibrate_ue(
     least_uplink = round(float(np.percentile(uplink_delays, DELAY_QUANTILE)), 2)
     span_ms = (periods[-1].time_ns - periods[0].time_ns) / 1e6
     ttis_per_ms = (periods[-1].tti - periods[0].tti) / span_ms if span_ms > 0 else math.nan
-    new = retx = 0
-    for run in runs:
-        run_periods = telemetry[run.directory].get(ue, [])
-        if len(run_periods) > 1:
-            full = backlogged(run_periods)
-            new += sum(p.sched_new for p, f in zip(run_periods[1:], full, strict=True) if f)
-            retx += sum(p.sched_retx for p, f in zip(run_periods[1:], full, strict=True) if f)
     capacity = capacity_series(periods, start_ns)
     limit_bytes = max(p.limit_bytes for p in periods)
     limit_sdus = max(p.limit_sdus for p in periods)

@@ -472,11 +472,9 @@ impl Datapath {
                     self.stats.reports_dropped += lines;
                 }
             }
-            let mut deliveries = std::mem::take(&mut self.deliveries);
-            for delivery in deliveries.drain(..) {
+            for delivery in self.deliveries.drain(..) {
                 self.air[delivery.ue].push(due, delivery.sdu);
             }
-            self.deliveries = deliveries;
             self.release_air(due);
         }
     }
