@@ -205,6 +205,7 @@ def test_a_srsran_run_calibrates_a_virtual_cell_that_loads_as_a_scenario(tmp_pat
     assert uplink["time_us"].tolist() == [67_000 + 10_000 * k for k in range(18)] + [241_000]
     assert set(uplink["limit"].tolist()) == {traces.NO_LIMIT}
     assert (cell_ue.queue_limit_sdus, cell_ue.harq_rtt_ms, cell_ue.discard_timer_ms) == (256, 8.0, 150.0)
+    assert cell_ue.trace_start == "first_packet"  # the traces count from the flow's connection attempt
     # the trace the virtual cell will replay: 2000 B per 1 ms TTI for 241 ms
     trace = traces.read_csv(tmp_path / "c" / "capacity-ue1.csv")
     assert trace.size == 241 and np.all(traces.usable_bytes(trace) == 2000)

@@ -159,6 +159,10 @@ CELL_FIELDS = [
         "ues[0].delivery_delay_ms: Input should be greater than or equal to 0",
     ),
     (
+        '[[ues]]\ntrace = { generator = "constant", rate_mbps = 5 }\ntrace_start = "first_flow"\n',
+        "ues[0].trace_start: Input should be 'cell' or 'first_packet'",
+    ),
+    (
         '[[ues]]\ntrace = { generator = "constant", rate_mbps = 5 }\noutages = [{ start_s = 1e9, duration_s = 1 }]\n',
         "ues[0].outages[0].start_s: Input should be less than or equal to 3600",
     ),

@@ -50,15 +50,18 @@ async def iperf_download(cell: VirtualCell, seconds: float) -> asyncio.subproces
     return client
 
 
-def ping_from_the_ue(config: CellConfig, workdir: Path, *options: str) -> str:
-    """Pings the server from UE 1 through a cell of `config` with ping's `options`, after one ping that resolves the
-    server's gateway (ARP over the wired path would add its delay to the first); ping's output."""
+def ping_from_the_ue(config: CellConfig, workdir: Path, *options: str, settle_s: float = 0, warm: bool = True) -> str:
+    """Pings the server from UE 1 through a cell of `config` with ping's `options`, `settle_s` after the cell started
+    and, when `warm`, after one ping that resolves the server's gateway (ARP over the wired path would add its delay
+    to the first); ping's output."""
 
     async def scenario() -> str:
         cell = VirtualCell(config, workdir, NullRecorder())
         async with cell:
-            warm = ["ip", "netns", "exec", cell.names.ue(0), "ping", "-n", "-c", "1", "-W", "2", "10.20.0.2"]
-            await (await asyncio.create_subprocess_exec(*warm, stdout=asyncio.subprocess.DEVNULL)).wait()
+            await asyncio.sleep(settle_s)
+            if warm:
+                warm_up = ["ip", "netns", "exec", cell.names.ue(0), "ping", "-n", "-c", "1", "-W", "2", "10.20.0.2"]
+                await (await asyncio.create_subprocess_exec(*warm_up, stdout=asyncio.subprocess.DEVNULL)).wait()
             ping = await asyncio.create_subprocess_exec(
                 "ip", "netns", "exec", cell.names.ue(0), "ping", "-n", *options, "-W", "2", "10.20.0.2",
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -201,6 +204,29 @@ def test_the_delivery_delay_holds_each_packet_after_the_queue_before_the_ues_tun
     packets = np.fromfile(tmp_path / "packets.bin", PACKET_RECORD)
     waits_ms = (packets["delivery_ns"].astype(np.int64) - packets["arrival_ns"].astype(np.int64)) / 1e6
     assert packets.size == 11 and np.all((waits_ms >= 30) & (waits_ms < 32)), waits_ms  # the warm-up's reply too
+
+
+def test_a_trace_that_starts_at_the_first_packet_lays_its_outage_from_the_ues_first_request(cell_data, tmp_path):
+    # an outage 0.5-1.0 s into the trace (the constant trace unrolled to 1 s and looped: again at 1.5-2.0 s), pings
+    # every 50 ms from 1.5 s after the cell started, the first of them the UE's first packet (t = 0). A reply
+    # reaches the queue 30 ms after its request was sent (uplink 10, wired 5 each way, backhaul 10): one that
+    # arrives during an outage waits for its end, so the RTT of a request sent at t is the outage's end - t, and
+    # 30 otherwise (the first's 40: ARP over the wired path), each up to a TTI or so more. With the trace started
+    # with the cell, the first ping would meet an outage.
+    cell_data["ues"][0] |= {"trace_start": "first_packet", "outages": [{"start_s": 0.5, "duration_s": 0.5}]}
+    config = parse_cell(cell_data, "test")
+    output = ping_from_the_ue(config, tmp_path, "-D", "-i", "0.05", "-c", "30", settle_s=1.5, warm=False)
+    replies = re.findall(r"^\[([\d.]+)\] .* time=([\d.]+) ms", output, re.M)  # -D: when each reply came
+    assert len(replies) == 30, output
+    rtts = np.array([float(rtt) for _, rtt in replies])
+    sent = np.array([float(at) * 1000 for at, _ in replies]) - rtts
+    sent -= sent[0]
+    queued = sent + 30
+    outage_end = np.where((queued % 1000) >= 500, (queued // 1000 + 1) * 1000, np.nan)
+    expected = np.where(np.isnan(outage_end), 30, outage_end - sent)
+    expected[0] += 10
+    assert np.sum(expected > 100) >= 8, expected  # the outage was met
+    assert np.all((rtts >= expected - 1) & (rtts < expected + 3)), list(zip(rtts, expected.round(1), strict=True))
 
 
 def test_published_telemetry_matches_what_the_ue_kernel_received(cell_data, tmp_path, tun_rx_bytes):

@@ -9,7 +9,11 @@ What is taken from where:
   retransmitted bytes) where data waited through the whole period, else the capacity as `cells/derive.py` derives
   it (the UE's peak per granted TTI, here within half a second either side, times the TTIs the eNB ran), over the
   period's wall-clock length, so the stack's own pace is in the rates (srsRAN on the ZeroMQ radio runs at 0.94 of
-  real time on 2 cores). `capacity-ue<n>.csv` (`time_s,rate_mbps`), from the reference flow's connection attempt.
+  real time on 2 cores). `capacity-ue<n>.csv` (`time_s,rate_mbps`), from the reference flow's connection attempt;
+  the calibrated cell starts it, and the uplink's transmissions, at the UE's first packet (`trace_start`), the
+  connection attempt of each arm's flow. Started with the cell, the traces were shifted by each arm's own start-up
+  (0.6 s for end-to-end arms, more behind a proxy), and a 20 s flow's last 0.6 s met the trace's loop: the
+  reference run's first second, at CUBIC's slow-start rates, which built BBR's queue to 90 kB.
 - **Where the transit sits**: the 0.1 % quantile of the one-way delay of every arm's packets (SGi to the UE's TUN,
   issue 18's captures) is what a packet that finds the queue empty takes through the eNB and the UE. Most of it
   comes after the RLC queue, where the controllers cannot see it: srsenb builds a subframe 4 TTIs ahead of its
@@ -371,6 +375,7 @@ def scenario(calibration: Calibration, original: dict[str, Any]) -> dict[str, An
                 "harq_bler": ue.harq_bler,
                 "harq_rtt_ms": round(_wall_ms(HARQ_RTT_TTIS, ue.ttis_per_ms), 2),
                 "discard_timer_ms": calibration.discard_timer_ms,
+                "trace_start": "first_packet",
             }
             for ue in calibration.ues
         ],

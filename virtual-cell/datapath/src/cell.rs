@@ -25,6 +25,8 @@ pub struct UeParams {
     pub harq_rtt_ttis: u64,
     /// The ACK Regulator on the UE's uplink ACKs, if any.
     pub ack_regulator: Option<ackreg::Params>,
+    /// The trace starts with the TTI after the UE's first uplink packet (`start_trace`), not with the cell.
+    pub trace_waits_for_first_packet: bool,
 }
 
 /// An SDU written to UE `ue`'s TUN.
@@ -44,6 +46,9 @@ pub struct PeriodEnd {
 #[derive(Debug)]
 struct Ue {
     trace: Trace,
+    /// The TTI that plays the trace's first entry; `None` until the UE's first uplink packet when the trace
+    /// waits for it (entry 0 plays until then).
+    trace_origin: Option<u64>,
     rlc: RlcQueue,
     harq_bler: f64,
     harq_rtt_ttis: u64,
@@ -82,6 +87,7 @@ impl Cell {
             .enumerate()
             .map(|(i, p)| Ue {
                 trace: p.trace,
+                trace_origin: if p.trace_waits_for_first_packet { None } else { Some(0) },
                 rlc: RlcQueue::new(p.limits, p.policy),
                 harq_bler: p.harq_bler,
                 harq_rtt_ttis: p.harq_rtt_ttis.max(1),
@@ -137,6 +143,17 @@ impl Cell {
         }
     }
 
+    /// UE `ue` sends a packet: a trace that waits for its first packet starts with the next TTI. True when it
+    /// starts now (the caller starts the UE's replayed uplink transmissions with it).
+    pub fn start_trace(&mut self, ue: usize) -> bool {
+        let state = &mut self.ues[ue];
+        if state.trace_origin.is_some() {
+            return false;
+        }
+        state.trace_origin = Some(self.next_tti);
+        true
+    }
+
     /// An uplink packet of UE `ue` passes on its way to the core; its queue discipline may set ECE on it.
     pub fn uplink(&mut self, ue: usize, packet: &mut [u8]) {
         let state = &mut self.ues[ue];
@@ -165,7 +182,7 @@ impl Cell {
         let tti = self.next_tti;
         self.aqm_drops.clear();
         for (i, ue) in self.ues.iter_mut().enumerate() {
-            let capacity = ue.trace.at(tti);
+            let capacity = ue.trace.at(ue.trace_origin.map_or(0, |origin| tti - origin));
             self.capacity[i] = capacity.bytes;
             ue.counters.capacity_bytes += capacity.bytes as u64;
             ue.counters.outage_ttis += capacity.outage as u64;
@@ -286,6 +303,7 @@ mod tests {
             harq_bler: 0.0,
             harq_rtt_ttis: 8,
             ack_regulator: None,
+            trace_waits_for_first_packet: false,
         }
     }
 
@@ -321,6 +339,27 @@ mod tests {
         // 12900 bytes served: the first 8 whole 1500-byte packets are delivered, in order.
         assert_eq!(out.iter().map(|d| d.sdu.data[0]).collect::<Vec<_>>(), (0..8).collect::<Vec<u8>>());
         assert_eq!(reports[9].queue_new_bytes, 100 * 1500 - 12900);
+    }
+
+    #[test]
+    fn a_trace_that_waits_for_the_first_packet_plays_its_first_entry_until_then() {
+        let mut params = ue(&[100, 200, 300, 400]);
+        params.trace_waits_for_first_packet = true;
+        let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 1, 1, vec![params]);
+        fill(&mut cell, 0, 10, 1500);
+        let (_, before) = run(&mut cell, 3);
+        assert!(cell.start_trace(0)); // the first packet: entry 0 plays in TTI 3
+        assert!(!cell.start_trace(0)); // later ones change nothing
+        let (_, after) = run(&mut cell, 5);
+        let served: Vec<u64> = before.iter().chain(&after).map(|r| r.counters.sched_new_bytes).collect();
+        assert_eq!(served, [100, 100, 100, 100, 200, 300, 400, 100]);
+        // a trace that starts with the cell ignores the packet
+        let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 1, 1, vec![ue(&[100, 200, 300, 400])]);
+        fill(&mut cell, 0, 10, 1500);
+        run(&mut cell, 3);
+        assert!(!cell.start_trace(0));
+        let (_, reports) = run(&mut cell, 2);
+        assert_eq!(reports.iter().map(|r| r.counters.sched_new_bytes).collect::<Vec<_>>(), [400, 100]);
     }
 
     #[test]

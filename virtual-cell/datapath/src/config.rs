@@ -112,6 +112,10 @@ pub struct UeConfig {
     /// The ACK Regulator on the UE's uplink ACKs (ackreg.rs); none when absent.
     #[serde(default)]
     pub ack_regulator: Option<AckRegulatorConfig>,
+    /// The capacity trace and the replayed uplink transmissions start at the UE's first uplink packet (its
+    /// first connection's SYN), not at the datapath's start: a trace taken from a run lines up with its flow.
+    #[serde(default)]
+    pub trace_starts_at_first_packet: bool,
 }
 
 /// `{}` for the defaults, or any of the parameters.

@@ -96,6 +96,7 @@ pub fn run(config_path: &Path) -> Result<(), String> {
                 ),
                 None => None,
             },
+            trace_waits_for_first_packet: ue.trace_starts_at_first_packet,
         });
     }
     let devices = Devices::open(&config).map_err(|e| format!("{file}: {e}"))?;
@@ -551,8 +552,13 @@ impl Datapath {
             };
             self.stats.uplink_packets += 1;
             let mut packet = self.pool.copy_of(&self.scratch[..n]);
+            let now = monotonic_ns();
+            // IPv4 only: the kernel's own IPv6 packets as the device comes up are not the UE's traffic
+            if packet[0] >> 4 == 4 && self.cell.start_trace(ue) {
+                self.uplink_timing[ue].set_start_ns(now);
+            }
             self.cell.uplink(ue, &mut packet);
-            let leaves = self.uplink_timing[ue].release_ns(monotonic_ns(), n);
+            let leaves = self.uplink_timing[ue].release_ns(now, n);
             self.uplink[ue].push_until(leaves, packet);
         }
     }

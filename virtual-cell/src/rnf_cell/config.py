@@ -197,6 +197,7 @@ class UeConfig(Strict):
     queue_discipline: QueueDiscipline = TailDrop(kind="tail_drop")
     ack_regulator: AckRegulator | None = None
     outages: tuple[Outage, ...] = ()
+    trace_start: Literal["cell", "first_packet"] = "cell"
 
     @model_validator(mode="after")
     def _has_a_limit(self) -> UeConfig:

@@ -151,6 +151,7 @@ def datapath_config(
                 "harq_rtt_us": round(ue.harq_rtt_ms * 1000),
                 "discard_timer_us": round(ue.discard_timer_ms * 1000),
                 "queue_discipline": queue_discipline(ue.queue_discipline),
+                "trace_starts_at_first_packet": ue.trace_start == "first_packet",
                 **({} if ue.ack_regulator is None else {"ack_regulator": ack_regulator(ue.ack_regulator)}),
                 **({} if uplink_files[i] is None else {"uplink_trace_file": str(uplink_files[i])}),
             }
