@@ -26,7 +26,7 @@ pub struct UeParams {
     /// The ACK Regulator on the UE's uplink ACKs, if any.
     pub ack_regulator: Option<ackreg::Params>,
     /// The trace starts with the TTI after the UE's first uplink packet (`start_trace`), not with the cell.
-    pub trace_waits_for_first_packet: bool,
+    pub trace_starts_at_first_packet: bool,
 }
 
 /// An SDU written to UE `ue`'s TUN.
@@ -87,7 +87,7 @@ impl Cell {
             .enumerate()
             .map(|(i, p)| Ue {
                 trace: p.trace,
-                trace_origin: if p.trace_waits_for_first_packet { None } else { Some(0) },
+                trace_origin: if p.trace_starts_at_first_packet { None } else { Some(0) },
                 rlc: RlcQueue::new(p.limits, p.policy),
                 harq_bler: p.harq_bler,
                 harq_rtt_ttis: p.harq_rtt_ttis.max(1),
@@ -303,7 +303,7 @@ mod tests {
             harq_bler: 0.0,
             harq_rtt_ttis: 8,
             ack_regulator: None,
-            trace_waits_for_first_packet: false,
+            trace_starts_at_first_packet: false,
         }
     }
 
@@ -344,7 +344,7 @@ mod tests {
     #[test]
     fn a_trace_that_waits_for_the_first_packet_plays_its_first_entry_until_then() {
         let mut params = ue(&[100, 200, 300, 400]);
-        params.trace_waits_for_first_packet = true;
+        params.trace_starts_at_first_packet = true;
         let mut cell = Cell::new(SchedulerKind::Dedicated, 100, 1, 1, vec![params]);
         fill(&mut cell, 0, 10, 1500);
         let (_, before) = run(&mut cell, 3);

@@ -96,7 +96,7 @@ pub fn run(config_path: &Path) -> Result<(), String> {
                 ),
                 None => None,
             },
-            trace_waits_for_first_packet: ue.trace_starts_at_first_packet,
+            trace_starts_at_first_packet: ue.trace_starts_at_first_packet,
         });
     }
     let devices = Devices::open(&config).map_err(|e| format!("{file}: {e}"))?;
