@@ -196,6 +196,22 @@ def test_the_ran_clock_releases_nothing_in_an_outage_and_resumes_with_what_is_st
     assert rnf.update(report(30_000, 1_000_000), now=2 * TS).limit == round((50_000 - 30_000 - on_the_way) * PAYLOAD)
 
 
+def test_the_ran_clocks_start_up_loop_is_the_first_releases_not_the_rtts():
+    # the RAN clock's tau is its loop in periods; before the forecast margin is warm q_ref is tau x the rate.
+    # The RTT says 41 ms, 4 periods; the proxy released 30000 B for step 1 (counted with step 2's report) and
+    # step 3's report shows 25000 B arrived (20000 served, 5000 queued): a loop of 2 periods, 20 ms.
+    def start(released: float) -> float:
+        rnf = Rnf(RnfConfig(clock="ran", smooth_rate=False, ts_s=TS))
+        rnf.update(AckSample(acked=0, interval_s=TS, in_flight=0, min_rtt_s=0.041, srtt_s=0.041), now=0.0)
+        rnf.update(RanSample(queue=0, served=0, period_s=TS, released=0), now=TS)
+        rnf.update(RanSample(queue=0, served=0, period_s=TS, released=released), now=2 * TS)
+        rnf.update(RanSample(queue=5_000, served=20_000, period_s=TS, released=0), now=3 * TS)
+        return rnf.state().q0
+
+    assert start(30_000) == pytest.approx(0.02 * 2_000_000)  # 2 MB/s served for 20 ms
+    assert start(float("nan")) == pytest.approx(0.04 * 2_000_000)  # not counted: the RTT's 4 periods
+
+
 def test_the_ran_clock_keeps_the_window_and_the_sockets_under_the_reported_limit():
     rnf = Rnf(RAN.model_copy(update={"overflow_guard": True}))
     # w = 2.5e6 x 0.03 + 20000 = 95000 > 100000 less 0.04 x 100000 + 3000 = 93000

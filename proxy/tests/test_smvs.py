@@ -346,6 +346,39 @@ def test_a_long_horizon_forgets_by_blocks():
     assert bank.eta_high[row].max() < 1_000  # block 0 was reused: forgotten
 
 
+@pytest.mark.parametrize(
+    ("arrivals", "loop"),
+    [
+        ((25_000,), 1 + 1),  # the first initial window in the report after the one that counted the release
+        ((6_000, 9_000), 2 + 1),  # spread over two reports: the loop ends when an initial window (14480 B) is in
+        ((0, 0, 14_000, 1_000), 4 + 1),
+    ],
+)
+def test_until_the_estimator_is_trusted_the_loop_is_the_first_releases_not_the_rtts(arrivals, loop):
+    # srsue's ACKs wait for its scheduling-request occasions, so the RTT (41 ms here: 1 + ceil(20.5 / 10) = 4
+    # steps) says little of the downlink's loop. The proxy released 30000 B for step 1 (counted with step 2's
+    # report); the step whose report shows an initial window of it in the queue ends the loop: step 2 +
+    # len(arrivals) - 1, a loop of that less step 1.
+    smvs = Smvs(SmvsConfig(b_max_bytes=300_000))
+    smvs.update(AckSample(acked=0, interval_s=TS, in_flight=0, min_rtt_s=0.041, srtt_s=0.041), now=0.0)
+    smvs.update(RanSample(queue=0, served=0, period_s=TS, released=0), now=TS)
+    smvs.update(RanSample(queue=0, served=0, period_s=TS, released=30_000), now=2 * TS)
+    assert smvs.d == 4 - 1  # the RTT's loop until the release is seen arriving
+    queue = 0
+    for k, arrived in enumerate(arrivals, start=3):
+        queue += arrived
+        smvs.update(RanSample(queue=queue, served=0, period_s=TS, released=0), now=k * TS)
+    assert smvs.d == loop - 1
+
+
+def test_without_the_proxys_count_of_releases_the_start_up_keeps_the_rtts_loop():
+    smvs = Smvs(SmvsConfig(b_max_bytes=300_000))
+    smvs.update(AckSample(acked=0, interval_s=TS, in_flight=0, min_rtt_s=0.041, srtt_s=0.041), now=0.0)
+    for k, queue in enumerate((0, 0, 25_000, 25_000), start=1):
+        smvs.update(RanSample(queue=queue, served=0, period_s=TS), now=k * TS)  # released: NaN, not known
+    assert smvs.d == 4 - 1
+
+
 def test_d_comes_from_half_the_minimum_rtt_when_not_configured():
     smvs = Smvs(HAND.model_copy(update={"d": None}))
     smvs.update(report(0, 0), now=0.0)

@@ -53,12 +53,15 @@ pub struct CommonColumns {
     outage: *mut bool,
     per_efficiency: *mut f64,
     cqi: *mut f64,
-    services: *mut f64,    // capacity x FORECAST_RING: b(k) Ts, slot k mod FORECAST_RING
-    forecasts: *mut f64,   // capacity x FORECAST_RING: the service per period forecast at step k
-    errors: *mut f64,      // capacity x ERROR_HORIZON: what the loop served beyond its forecast, a ring
-    error_count: *mut i64, // errors recorded
-    margin: *mut f64,      // the ERROR_QUANTILE of the errors, bytes (NaN before the first)
-    measured: *mut bool,   // a period has stayed backlogged: the rates are the link's, the start-up is over
+    services: *mut f64,           // capacity x FORECAST_RING: b(k) Ts, slot k mod FORECAST_RING
+    forecasts: *mut f64,          // capacity x FORECAST_RING: the service per period forecast at step k
+    errors: *mut f64,             // capacity x ERROR_HORIZON: what the loop served beyond its forecast, a ring
+    error_count: *mut i64,        // errors recorded
+    margin: *mut f64,             // the ERROR_QUANTILE of the errors, bytes (NaN before the first)
+    measured: *mut bool,          // a period has stayed backlogged: the rates are the link's, the start-up is over
+    first_release_step: *mut i64, // the step whose quota first released bytes (-1: none yet)
+    first_awaited: *mut f64,      // payload bytes of that release still to reach the queue (NaN: none yet)
+    first_loop: *mut i64,         // steps from that release to the report showing it in the queue (0: not yet)
 }
 
 #[repr(C)]
@@ -155,7 +158,7 @@ const LAG_UNIQUE: f64 = 0.7;
 /// start-up carries it. With 20 steps, on a calibrated srsRAN cell whose loop is 1-2 steps, the start-up made a
 /// lag of 15-20 steps stand out in each of 6 repetitions, for up to 0.4 s; counting that many quotas in flight,
 /// the overflow guard released nothing for up to 0.2 s and the forecast margin once held 240 kB for its horizon.
-/// Until then the loop is taken from the RTT (`measured_loop`).
+/// Until then the loop is the first release's, or before that is seen, the RTT's (`measured_loop`).
 const LAG_WARMUP: i64 = 100;
 /// Weight of a new period in the fast rate estimate that converts a delay target to bytes: a 10x rate drop is
 /// within 2x after 3 periods (0.1 + 0.9 x 0.5^3 = 0.21).
@@ -250,6 +253,9 @@ struct Common<'a> {
     error_count: &'a mut [i64],
     margin: &'a mut [f64],
     measured: &'a mut [bool],
+    first_release_step: &'a mut [i64],
+    first_awaited: &'a mut [f64],
+    first_loop: &'a mut [i64],
 }
 
 /// # Safety
@@ -284,6 +290,9 @@ impl Common<'_> {
                 error_count: slice(columns.error_count, capacity),
                 margin: slice(columns.margin, capacity),
                 measured: slice(columns.measured, capacity),
+                first_release_step: slice(columns.first_release_step, capacity),
+                first_awaited: slice(columns.first_awaited, capacity),
+                first_loop: slice(columns.first_loop, capacity),
             }
         }
     }
@@ -342,6 +351,28 @@ impl Common<'_> {
             served.max(self.b[row] * 2f64.powf(1.0 / loop_steps.max(1) as f64))
         };
         (down, self.steps[row], b)
+    }
+
+    /// The loop delay of the first release, the start-up's until the estimator is trusted (`measured_loop`):
+    /// the steps from the step whose quota first released bytes (reported with step k's report: step k - 1) to
+    /// the report by which its first INITIAL_WINDOW of payload, or all of it if less, has arrived at the queue
+    /// (FIFO: bytes released later arrive after it). Only an initial window because TCP sends no more before
+    /// the first ACK (RFC 6928); the arrivals count wire bytes, a few percent more than payload.
+    fn time_first_release(&mut self, row: usize, k: i64, released: f64, arrived: f64) {
+        if self.first_loop[row] > 0 {
+            return;
+        }
+        if self.first_awaited[row].is_nan() {
+            if released.is_nan() || released <= 0.0 {
+                return;
+            }
+            self.first_awaited[row] = released.min(INITIAL_WINDOW);
+            self.first_release_step[row] = k - 1;
+        }
+        self.first_awaited[row] -= arrived;
+        if self.first_awaited[row] <= 0.0 {
+            self.first_loop[row] = (k - self.first_release_step[row]).clamp(1, LAGS as i64);
+        }
     }
 
     /// The forecast margin, bytes: how much more than forecast the link served over one loop delay, the
@@ -496,11 +527,12 @@ pub fn smvs_step(
             b_max[row] = report.limit; // not configured: the limit the eNB reports, for the guard
         }
         let previous_queue = common.prev_queue[row];
-        let start_loop = measured_loop(loop_steps[row], common.min_rtt[row], ts);
+        let start_loop = measured_loop(loop_steps[row], common.first_loop[row], common.min_rtt[row], ts);
         let starting = !common.measured[row];
         let (down, k, b) = common.begin(row, report, now, params.channel_rate != 0, start_loop);
         // what reached the queue during the period, against the quotas released before: the loop delay
         let arrived = (report.queue - previous_queue + report.served + report.dropped).max(0.0);
+        common.time_first_release(row, k, report.released, arrived);
         let lag = learn_loop(
             &mut lag_cov[row * LAGS..(row + 1) * LAGS],
             &mut means[row * 3..row * 3 + 3],
@@ -560,7 +592,7 @@ pub fn smvs_step(
         let (in_flight, d) = if params.d >= 0 {
             (2 * params.d, params.d)
         } else if params.loop_measured != 0 {
-            let loop_delay = measured_loop(loop_steps[row], common.min_rtt[row], ts);
+            let loop_delay = measured_loop(loop_steps[row], common.first_loop[row], common.min_rtt[row], ts);
             (loop_delay - 1, loop_delay - 1)
         } else {
             let d = derived_d(common.min_rtt[row], ts);
@@ -672,9 +704,16 @@ fn learn_loop(cov: &mut [f64], means: &mut [f64], history: &[f64], k: i64, arriv
     (peak > 0.0 && rival < LAG_UNIQUE * peak).then_some(best as i64 + 1)
 }
 
-/// The loop delay in steps: as measured, or 1 + d from the RTT until it is.
-fn measured_loop(loop_steps: i64, min_rtt: f64, ts: f64) -> i64 {
-    if loop_steps > 0 { loop_steps } else { 1 + derived_d(min_rtt, ts) }
+/// The loop delay in steps: as the estimator measures it once trusted; until then the first release's
+/// (`Common::time_first_release`); until that has arrived, 1 + d from the RTT.
+fn measured_loop(loop_steps: i64, first_loop: i64, min_rtt: f64, ts: f64) -> i64 {
+    if loop_steps > 0 {
+        loop_steps
+    } else if first_loop > 0 {
+        first_loop
+    } else {
+        1 + derived_d(min_rtt, ts)
+    }
 }
 
 /// d = ceil(tau_p/Ts) with tau_p = min RTT / 2, within 1..MAX_D; 1 (the paper's value) until an RTT is known.
@@ -732,6 +771,7 @@ pub fn rnf_step(
         if ran {
             // what reached the queue during the period, against the quotas released before: the loop delay
             let arrived = (report.queue - previous_queue + report.served + report.dropped).max(0.0);
+            common.time_first_release(row, k_next, report.released, arrived);
             if let Some(lag) = learn_loop(
                 &mut lag_cov[row * LAGS..(row + 1) * LAGS],
                 &mut means[row * 3..row * 3 + 3],
@@ -744,7 +784,7 @@ pub fn rnf_step(
             loop_now = if !params.tau.is_nan() && report.period > 0.0 {
                 ((params.tau / report.period - 1e-9).ceil() as i64).max(1)
             } else if params.loop_measured != 0 {
-                measured_loop(loop_steps[row], common.min_rtt[row], report.period)
+                measured_loop(loop_steps[row], common.first_loop[row], common.min_rtt[row], report.period)
             } else {
                 1 + derived_d(common.min_rtt[row], report.period)
             };

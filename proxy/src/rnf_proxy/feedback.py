@@ -110,6 +110,9 @@ class RowBank:
             "error_count": np.zeros(capacity, dtype=np.int64),
             "margin": np.full(capacity, np.nan),
             "measured": np.zeros(capacity, dtype=bool),
+            "first_release_step": np.full(capacity, -1, dtype=np.int64),
+            "first_awaited": np.full(capacity, np.nan),  # payload bytes
+            "first_loop": np.zeros(capacity, dtype=np.int64),
         }
 
     def _allocate(self, capacity: int) -> None:

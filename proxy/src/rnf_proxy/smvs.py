@@ -21,9 +21,10 @@ Step k lasts Ts, the telemetry period, and begins when the UE's telemetry of per
   average (weight 1/2), whichever foretold the served rate better over the last second. "sign" is the paper's law.
 - n, the quotas in flight (`loop_delay`): "measured" (the default) is the loop delay L less one, L the lag in steps
   at which the quotas' changes covary most with the changes of the arrivals the eNB reports (q(k) - q(k-1) + served
-  + dropped), learnt step by step in control.rs (proxy/README.md: why; 1 + ceil(min RTT / 2 / Ts) until it is
-  known); "rtt" is the paper's 2d with d = ceil(tau_p/Ts), tau_p half of the smallest RTT of the UE's connections
-  (TCP_INFO min_rtt); a configured d gives 2d.
+  + dropped), learnt step by step in control.rs (proxy/README.md: why); until the estimator is trusted, the steps
+  from the first release to the report that shows its first initial window in the queue, and before that report
+  1 + ceil(min RTT / 2 / Ts); "rtt" is the paper's 2d with d = ceil(tau_p/Ts), tau_p half of the smallest RTT of
+  the UE's connections (TCP_INFO min_rtt); a configured d gives 2d.
 - b(k) (`channel_rate`, default on): a period that ends with an empty queue counts as served at the rate the UE's
   CQI offers (its efficiency times the rate per unit of efficiency learnt while the queue was backlogged), or,
   before that is known, at 2^(1/L) times the last rate (doubling per loop delay); off: the served rate (paper).
