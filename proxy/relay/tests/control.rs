@@ -30,7 +30,7 @@ enum Init {
     B(bool),
 }
 
-const COMMON: [(&str, Init); 18] = [
+const COMMON: [(&str, Init); 21] = [
     ("min_rtt", Init::F(0.0, 1)),
     ("prev_queue", Init::F(0.0, 1)),
     ("steps", Init::I(0)),
@@ -49,6 +49,9 @@ const COMMON: [(&str, Init); 18] = [
     ("error_count", Init::I(0)),
     ("margin", Init::F(NAN, 1)),
     ("measured", Init::B(false)),
+    ("first_release_step", Init::I(-1)),
+    ("first_awaited", Init::F(NAN, 1)),
+    ("first_loop", Init::I(0)),
 ];
 
 const SMVS: [(&str, Init); 14] = [
@@ -582,11 +585,15 @@ fn the_quotas_in_flight_are_the_measured_loop_delay_less_one() {
     let mut params = smvs_params();
     params.d = -1;
     params.loop_measured = 1;
-    for (loop_steps, min_rtt, in_flight) in [(5, 0.0, 4), (0, 0.035, 2), (0, 0.0, 1)] {
+    // learnt, else the first release's (0 until it has arrived), else 1 + d from the RTT (17.5 ms: d = 2)
+    for (loop_steps, first_loop, min_rtt, in_flight) in
+        [(5, 2, 0.035, 4), (0, 2, 0.035, 1), (0, 0, 0.035, 2), (0, 0, 0.0, 1)]
+    {
         let mut bank = Bank::smvs(1);
         bank.f("q0")[0] = 10_000.0;
         bank.f("eps")[0] = 10_000.0;
-        bank.i("loop_steps")[0] = loop_steps; // learnt; 0 until then: 1 + d from the RTT
+        bank.i("loop_steps")[0] = loop_steps;
+        bank.i("first_loop")[0] = first_loop;
         bank.f("min_rtt")[0] = min_rtt;
         smvs1(&params, &mut bank, report(0, 20_000.0, 5000.0), 0.0);
         assert_eq!(bank.i("d")[0], in_flight);
