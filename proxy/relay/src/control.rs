@@ -158,7 +158,7 @@ const LAG_UNIQUE: f64 = 0.7;
 /// start-up carries it. With 20 steps, on a calibrated srsRAN cell whose loop is 1-2 steps, the start-up made a
 /// lag of 15-20 steps stand out in each of 6 repetitions, for up to 0.4 s; counting that many quotas in flight,
 /// the overflow guard released nothing for up to 0.2 s and the forecast margin once held 240 kB for its horizon.
-/// Until then the loop is the first release's, or before that is seen, the RTT's (`measured_loop`).
+/// Until then the loop is the first release's, or before that is seen, the RTT's (`Common::measured_loop`).
 const LAG_WARMUP: i64 = 100;
 /// Weight of a new period in the fast rate estimate that converts a delay target to bytes: a 10x rate drop is
 /// within 2x after 3 periods (0.1 + 0.9 x 0.5^3 = 0.21).
@@ -353,6 +353,18 @@ impl Common<'_> {
         (down, self.steps[row], b)
     }
 
+    /// The loop delay in steps: `learnt` by the estimator once it is trusted (0 until then); until then the
+    /// first release's (`time_first_release`); until that has arrived, 1 + d from the RTT.
+    fn measured_loop(&self, row: usize, learnt: i64, ts: f64) -> i64 {
+        if learnt > 0 {
+            learnt
+        } else if self.first_loop[row] > 0 {
+            self.first_loop[row]
+        } else {
+            1 + derived_d(self.min_rtt[row], ts)
+        }
+    }
+
     /// The loop delay of the first release, the start-up's until the estimator is trusted (`measured_loop`):
     /// the steps from the step whose quota first released bytes (reported with step k's report: step k - 1) to
     /// the report by which its first INITIAL_WINDOW of payload, or all of it if less, has arrived at the queue
@@ -527,7 +539,7 @@ pub fn smvs_step(
             b_max[row] = report.limit; // not configured: the limit the eNB reports, for the guard
         }
         let previous_queue = common.prev_queue[row];
-        let start_loop = measured_loop(loop_steps[row], common.first_loop[row], common.min_rtt[row], ts);
+        let start_loop = common.measured_loop(row, loop_steps[row], ts);
         let starting = !common.measured[row];
         let (down, k, b) = common.begin(row, report, now, params.channel_rate != 0, start_loop);
         // what reached the queue during the period, against the quotas released before: the loop delay
@@ -592,7 +604,7 @@ pub fn smvs_step(
         let (in_flight, d) = if params.d >= 0 {
             (2 * params.d, params.d)
         } else if params.loop_measured != 0 {
-            let loop_delay = measured_loop(loop_steps[row], common.first_loop[row], common.min_rtt[row], ts);
+            let loop_delay = common.measured_loop(row, loop_steps[row], ts);
             (loop_delay - 1, loop_delay - 1)
         } else {
             let d = derived_d(common.min_rtt[row], ts);
@@ -704,18 +716,6 @@ fn learn_loop(cov: &mut [f64], means: &mut [f64], history: &[f64], k: i64, arriv
     (peak > 0.0 && rival < LAG_UNIQUE * peak).then_some(best as i64 + 1)
 }
 
-/// The loop delay in steps: as the estimator measures it once trusted; until then the first release's
-/// (`Common::time_first_release`); until that has arrived, 1 + d from the RTT.
-fn measured_loop(loop_steps: i64, first_loop: i64, min_rtt: f64, ts: f64) -> i64 {
-    if loop_steps > 0 {
-        loop_steps
-    } else if first_loop > 0 {
-        first_loop
-    } else {
-        1 + derived_d(min_rtt, ts)
-    }
-}
-
 /// d = ceil(tau_p/Ts) with tau_p = min RTT / 2, within 1..MAX_D; 1 (the paper's value) until an RTT is known.
 fn derived_d(min_rtt: f64, ts: f64) -> i64 {
     if min_rtt > 0.0 { ((min_rtt / 2.0 / ts - 1e-9).ceil() as i64).clamp(1, MAX_D) } else { 1 }
@@ -784,7 +784,7 @@ pub fn rnf_step(
             loop_now = if !params.tau.is_nan() && report.period > 0.0 {
                 ((params.tau / report.period - 1e-9).ceil() as i64).max(1)
             } else if params.loop_measured != 0 {
-                measured_loop(loop_steps[row], common.first_loop[row], common.min_rtt[row], report.period)
+                common.measured_loop(row, loop_steps[row], report.period)
             } else {
                 1 + derived_d(common.min_rtt[row], report.period)
             };
