@@ -12,8 +12,8 @@
 use std::ffi::c_void;
 
 use rnf_relay::control::{
-    ERROR_HORIZON, FORECAST_RING, LAGS, MAX_D, MIN_REFERENCE, Output, QUOTA_HISTORY, Report, RnfParams, SmvsParams,
-    cqi_efficiency,
+    ERROR_HORIZON, FORECAST_RING, LAGS, MAX_D, MIN_REFERENCE, MOMENTS, Output, QUOTA_HISTORY, Report, RnfParams,
+    SmvsParams, cqi_efficiency,
 };
 use rnf_relay::{rnf_rnf_step, rnf_smvs_step};
 
@@ -65,7 +65,7 @@ const SMVS: [(&str, Init); 14] = [
     ("quotas", Init::F(0.0, QUOTA_HISTORY)),
     ("d", Init::I(1)),
     ("lag_cov", Init::F(0.0, LAGS)),
-    ("means", Init::F(0.0, 3)),
+    ("means", Init::F(0.0, MOMENTS)),
     ("loop_steps", Init::I(0)),
     ("b_fast", Init::F(NAN, 1)),
     ("rate_errors", Init::F(0.0, 2)),
@@ -85,7 +85,7 @@ const RNF: [(&str, Init); 15] = [
     ("quotas", Init::F(0.0, QUOTA_HISTORY)),
     ("transit", Init::F(NAN, 1)),
     ("lag_cov", Init::F(0.0, LAGS)),
-    ("means", Init::F(0.0, 3)),
+    ("means", Init::F(0.0, MOMENTS)),
     ("loop_steps", Init::I(0)),
 ];
 
@@ -656,9 +656,9 @@ fn libc_einval() -> i32 {
 // ---- SMVS's loop-delay estimator ----
 
 /// A row that has taken `steps` steps, with the quotas of `history` (by age: w(k-1), w(k-2), ...) and the
-/// covariances and means (of the changes of w and of the arrivals, and the last arrivals) given; no q0, so the
-/// law itself decides nothing.
-fn estimator(steps: i64, history: &[f64], lag_cov: &[f64], means: [f64; 3]) -> Bank {
+/// covariances and moments (the means of the changes of w and of the arrivals, the last arrivals, the changes'
+/// variances) given; no q0, so the law itself decides nothing.
+fn estimator(steps: i64, history: &[f64], lag_cov: &[f64], means: [f64; MOMENTS]) -> Bank {
     let mut bank = Bank::smvs(1);
     bank.i("steps")[0] = steps;
     let k = steps + 1;
@@ -674,7 +674,7 @@ fn estimator(steps: i64, history: &[f64], lag_cov: &[f64], means: [f64; 3]) -> B
 fn the_loop_delay_is_the_lag_at_which_the_changes_of_quotas_and_arrivals_covary_most() {
     let params = smvs_params();
     // w(k-1) = 1000, w(k-2) = 400, 0 before: the quota changed by 600 one step ago, by 400 two steps ago
-    let mut bank = estimator(130, &[1000.0, 400.0], &[], [200.0, 400.0, 100.0]);
+    let mut bank = estimator(130, &[1000.0, 400.0], &[], [200.0, 400.0, 100.0, 0.0, 0.0]);
     bank.f("prev_queue")[0] = 100.0;
     let mut arrivals = report(0, 600.0, 300.0);
     arrivals.dropped = 200.0; // arrived: 600 - 100 (queued before) + 300 served + 200 dropped = 1000, 900 more
@@ -690,6 +690,10 @@ fn the_loop_delay_is_the_lag_at_which_the_changes_of_quotas_and_arrivals_covary_
     assert_close!(means[0], 204.0);
     assert_close!(means[1], 405.0);
     assert_eq!(means[2], 1000.0);
+    // the variances, about the old means: 0.01 x 400^2 = 1600 and 0.01 x 500^2 = 2500; lag 1's correlation is
+    // 2000 / sqrt(1600 x 2500) = 1
+    assert_close!(means[3], 1600.0);
+    assert_close!(means[4], 2500.0);
     assert_eq!(bank.i("loop_steps")[0], 1); // lag 2 is beside the peak, not a rival
 }
 
@@ -699,7 +703,7 @@ fn a_loop_delay_is_learnt_only_past_the_warm_up() {
     let mut cov = vec![0.0; LAGS];
     cov[2] = 100.0; // lag 3 stands out
     for (steps, learnt) in [(99, 0), (100, 3)] {
-        let mut bank = estimator(steps, &[], &cov, [0.0; 3]);
+        let mut bank = estimator(steps, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0]);
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         assert_close!(bank.f("lag_cov")[2], 99.0); // 0.99 x 100, no new covariance (no change anywhere)
         assert_eq!(bank.i("loop_steps")[0], learnt, "step {}", steps + 1);
@@ -710,7 +714,7 @@ fn a_loop_delay_is_learnt_only_past_the_warm_up() {
 fn a_neighbouring_lag_does_not_hide_the_peak_but_an_alias_two_lags_away_does() {
     let params = smvs_params();
     let learnt = |cov: &[f64]| {
-        let mut bank = estimator(130, &[], cov, [0.0; 3]);
+        let mut bank = estimator(130, &[], cov, [0.0, 0.0, 0.0, 100.0, 100.0]); // the peak's correlation: 1
         bank.i("loop_steps")[0] = 7; // learnt before
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         bank.i("loop_steps")[0]
@@ -724,6 +728,25 @@ fn a_neighbouring_lag_does_not_hide_the_peak_but_an_alias_two_lags_away_does() {
     let mut none_at_all = vec![-5.0; LAGS];
     none_at_all[0] = 0.0;
     assert_eq!(learnt(&none_at_all), 7); // the largest is no covariance at all, however negative the rest
+}
+
+#[test]
+fn a_lag_that_stands_out_is_learnt_only_if_it_explains_more_than_noise_would() {
+    let params = smvs_params();
+    // variances of 100 B^2 for both changes; every step decays the covariances and the variances alike, so the
+    // correlation of lag 3 is its covariance over 100
+    let learnt = |peak: f64| {
+        let mut cov = vec![0.0; LAGS];
+        cov[2] = peak;
+        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0]);
+        bank.i("loop_steps")[0] = 7;
+        smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
+        bank.i("loop_steps")[0]
+    };
+    // 5 standard deviations of two unrelated first differences over 199 periods: sqrt(1.5 / 199) x 5 = 0.434
+    assert_eq!(learnt(40.0), 7); // 0.40: what 40 unrelated lags can reach
+    assert_eq!(learnt(50.0), 3); // 0.50
+    assert_eq!(learnt(19.0), 7); // the virtual cell's 25-step lag at a constant rate: 0.19
 }
 
 // ---- RNF, paper 001 eqs. (1)-(2) ----
@@ -892,7 +915,11 @@ fn the_smoothed_rate_averages_over_tau_and_an_empty_queue_never_lowers_it() {
     assert_close!(bank.f("smoothed")[0], smoothed);
     // an empty queue and more served: it rises
     rnf1(&params, &mut bank, report(0, 0.0, 20_000.0), 0.03);
-    assert_close!(bank.f("smoothed")[0], 2_000_000.0 - (-0.2f64).exp() * (2_000_000.0 - smoothed));
+    let risen = 2_000_000.0 - (-0.2f64).exp() * (2_000_000.0 - smoothed);
+    assert_close!(bank.f("smoothed")[0], risen);
+    // began empty, ends with a packet waiting: it may have run dry in between; less served, the average stays
+    rnf1(&params, &mut bank, report(0, 1500.0, 1000.0), 0.04);
+    assert_close!(bank.f("smoothed")[0], risen);
     // without an RTT the weight is 0: the period's own rate
     let mut no_rtt = params;
     no_rtt.tau = NAN;
@@ -1128,7 +1155,14 @@ fn a_starved_period_is_served_at_the_rate_its_cqi_offers_once_the_channel_is_lea
     // two backlogged periods in a row: the estimate moves a tenth of the way to 800 kB/s / 1.4766
     smvs1(&params, &mut bank, with_cqi(5000.0, 8000.0, 7.0), 0.04);
     smvs1(&params, &mut bank, with_cqi(5000.0, 8000.0, 7.0), 0.05);
-    assert_close!(bank.f("per_efficiency")[0], 0.9 * learnt + 0.1 * 800_000.0 / 1.4766);
+    let learnt = 0.9 * learnt + 0.1 * 800_000.0 / 1.4766;
+    assert_close!(bank.f("per_efficiency")[0], learnt);
+    // began empty and ends with a packet waiting: it may have run dry in between, 300 kB/s served is what came;
+    // the channel offered learnt x 1.4766
+    smvs1(&params, &mut bank, with_cqi(0.0, 8000.0, 7.0), 0.06);
+    smvs1(&params, &mut bank, with_cqi(1500.0, 3000.0, 7.0), 0.07);
+    assert_close!(bank.f("b")[0], learnt * 1.4766);
+    assert_close!(bank.f("per_efficiency")[0], learnt);
 }
 
 #[test]

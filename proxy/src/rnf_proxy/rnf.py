@@ -63,7 +63,7 @@ from pydantic import Field, model_validator
 from rnf_foundation.config import Strict
 
 from rnf_proxy.control import AckSample, ControllerState, Decision, Mode, Sample
-from rnf_proxy.feedback import LAGS, QUOTA_HISTORY, RanController, RowBank
+from rnf_proxy.feedback import LAGS, MOMENTS, QUOTA_HISTORY, RanController, RowBank
 
 MIN_WINDOW_BYTES = 2 * 1448
 
@@ -172,7 +172,7 @@ class RnfBank(RowBank):
             "quotas": np.zeros((capacity, QUOTA_HISTORY)),  # the RAN clock's releases, slot k mod QUOTA_HISTORY
             "transit": np.full(capacity, np.nan),  # bytes on their way to the eNB's queue
             "lag_cov": np.zeros((capacity, LAGS)),  # the loop delay's estimator, as SMVS's
-            "means": np.zeros((capacity, 3)),
+            "means": np.zeros((capacity, MOMENTS)),
             "loop_steps": np.zeros(capacity, dtype=np.int64),
         }
 

@@ -71,7 +71,7 @@ from pydantic import Field, model_validator
 from rnf_foundation.config import Strict
 
 from rnf_proxy.control import ControllerState, Decision, Mode, RanSample
-from rnf_proxy.feedback import LAGS, MAX_D, QUOTA_HISTORY, RanController, RowBank
+from rnf_proxy.feedback import LAGS, MAX_D, MOMENTS, QUOTA_HISTORY, RanController, RowBank
 
 DEFAULT_DELTA_TS = 0.875  # paper 000 Sec. 5: delta = 35, Ts = 25 ms; with its sgn switching
 DEFAULT_DELTA_TS_SATURATED = 0.25  # half of the boundary layer's gain on S, LAYER_GAIN = 1/2 in control.rs
@@ -216,7 +216,8 @@ class SmvsBank(RowBank):
     quotas: np.ndarray  # (rows, QUOTA_HISTORY) ring of w, slot k mod QUOTA_HISTORY holds w(k)
     d: np.ndarray  # quotas in flight the last step counted (2d in the paper's terms, d recorded)
     lag_cov: np.ndarray  # (rows, LAGS): covariance of w(k - lag) with the arrivals of period k
-    means: np.ndarray  # (rows, 3): running means of the changes of w and of the arrivals, the last arrivals
+    means: np.ndarray  # (rows, MOMENTS): running means of the changes of w and of the arrivals, the last arrivals,
+    # the changes' variances
     loop_steps: np.ndarray  # the measured loop delay in steps, 0 until it is
     b_fast: np.ndarray  # the fast rate estimate that converts the delay target to bytes
     rate_errors: np.ndarray  # (rows, 2): mean squared one-step errors of b_bar and of b_fast
@@ -261,7 +262,7 @@ class SmvsBank(RowBank):
             "quotas": np.zeros((capacity, QUOTA_HISTORY)),
             "d": np.full(capacity, 1 if self.config.d is None else self.config.d, dtype=np.int64),
             "lag_cov": np.zeros((capacity, LAGS)),
-            "means": np.zeros((capacity, 3)),
+            "means": np.zeros((capacity, MOMENTS)),
             "loop_steps": np.zeros(capacity, dtype=np.int64),
             "b_fast": np.full(capacity, np.nan),
             "rate_errors": np.zeros((capacity, 2)),
