@@ -206,10 +206,17 @@ def test_the_ran_clocks_start_up_loop_is_the_first_releases_not_the_rtts():
         rnf.update(RanSample(queue=0, served=0, period_s=TS, released=0), now=TS)
         rnf.update(RanSample(queue=0, served=0, period_s=TS, released=released), now=2 * TS)
         rnf.update(RanSample(queue=5_000, served=20_000, period_s=TS, released=0), now=3 * TS)
-        return rnf.state().q0
+        return rnf.state()
 
-    assert start(30_000) == pytest.approx(0.02 * 2_000_000)  # 2 MB/s served for 20 ms
-    assert start(float("nan")) == pytest.approx(0.04 * 2_000_000)  # not counted: the RTT's 4 periods
+    timed = start(30_000)
+    assert timed.q0 == pytest.approx(0.02 * 2_000_000)  # 2 MB/s served for 20 ms
+    assert timed.in_flight_steps == 1  # recorded: one quota of the 2-period loop on its way
+    untimed = start(float("nan"))
+    assert untimed.q0 == pytest.approx(0.04 * 2_000_000)  # not counted: the RTT's 4 periods
+    assert untimed.in_flight_steps == 3
+    acks = Rnf(CONFIG)
+    acks.update(report(0, 1_000_000), now=0.0)
+    assert acks.state().in_flight_steps is None  # the ACK clock counts no quotas
 
 
 def test_the_ran_clock_keeps_the_window_and_the_sockets_under_the_reported_limit():

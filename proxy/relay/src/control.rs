@@ -77,7 +77,7 @@ pub struct SmvsColumns {
     quotas: *mut f64, // capacity x QUOTA_HISTORY, slot k mod QUOTA_HISTORY holds w(k)
     d: *mut i64,
     lag_cov: *mut f64, // capacity x LAGS: covariance of w(k - lag) with the arrivals a(k), lag = 1..=LAGS
-    means: *mut f64,   // capacity x 3: running means of the changes of w and of a, and the last a
+    means: *mut f64,   // capacity x MOMENTS: the means of the changes of w and of a, the last a, the variances
     loop_steps: *mut i64,
     b_fast: *mut f64,
     rate_errors: *mut f64, // capacity x 2: mean squared one-step errors of b_bar and of b_fast
@@ -117,8 +117,9 @@ pub struct RnfColumns {
     quotas: *mut f64,  // capacity x QUOTA_HISTORY, slot k mod QUOTA_HISTORY holds the quota of step k
     transit: *mut f64, // bytes released toward the eNB and not yet in its queue (NaN: none yet)
     lag_cov: *mut f64, // capacity x LAGS: as SmvsColumns, for the loop delay
-    means: *mut f64,   // capacity x 3: as SmvsColumns
+    means: *mut f64,   // capacity x MOMENTS: as SmvsColumns
     loop_steps: *mut i64,
+    loop_now: *mut i64, // the loop delay the step used, steps: its release counted L - 1 quotas in transit
 }
 
 #[repr(C)]
@@ -763,7 +764,7 @@ pub fn rnf_step(
         )
     };
     // SAFETY: as above; the rings are QUOTA_HISTORY, LAGS and MOMENTS wide.
-    let (in_flight, srtt, pipe, loop_tau, quotas, transit, lag_cov, means, loop_steps) = unsafe {
+    let (in_flight, srtt, pipe, loop_tau, quotas, transit, lag_cov, means, loop_steps, loop_column) = unsafe {
         (
             slice(columns.in_flight, capacity),
             slice(columns.srtt, capacity),
@@ -774,6 +775,7 @@ pub fn rnf_step(
             slice(columns.lag_cov, capacity * LAGS),
             slice(columns.means, capacity * MOMENTS),
             slice(columns.loop_steps, capacity),
+            slice(columns.loop_now, capacity),
         )
     };
     let ran = params.ran_clock != 0;
@@ -807,6 +809,7 @@ pub fn rnf_step(
             } else {
                 1 + derived_d(common.min_rtt[row], report.period)
             };
+            loop_column[row] = loop_now;
             let released =
                 |age: i64| WIRE_PER_PAYLOAD * history[(k_next - age).rem_euclid(QUOTA_HISTORY as i64) as usize];
             // in transit: the last count, plus the last quota, less what arrived; leaning toward the quotas of the

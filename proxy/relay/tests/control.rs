@@ -71,7 +71,7 @@ const SMVS: [(&str, Init); 14] = [
     ("rate_errors", Init::F(0.0, 2)),
 ];
 
-const RNF: [(&str, Init); 15] = [
+const RNF: [(&str, Init); 16] = [
     ("rate", Init::F(NAN, 1)),
     ("queue_sum", Init::F(0.0, 1)),
     ("queue_count", Init::F(0.0, 1)),
@@ -87,6 +87,7 @@ const RNF: [(&str, Init); 15] = [
     ("lag_cov", Init::F(0.0, LAGS)),
     ("means", Init::F(0.0, MOMENTS)),
     ("loop_steps", Init::I(0)),
+    ("loop_now", Init::I(0)),
 ];
 
 enum Column {
@@ -814,6 +815,7 @@ fn the_ran_clock_releases_the_window_less_the_queue_and_what_is_counted_on_its_w
     let out = rnf1(&params, &mut bank, report(0, 10_000.0, 5000.0), 0.0);
     assert_eq!((out.limit, out.step, out.step_s, out.pacing), ((35_000.0 * payload).round() as i64, 1, TS, 0.0));
     assert_eq!(bank.f("transit")[0], 0.0);
+    assert_eq!(bank.i("loop_now")[0], 5); // tau 50 ms: 5 periods, for the recorder
     // the proxy released 20000 B of payload (20718.8 of packets); 8000 B arrived (3000 more queued, 5000 served):
     // 12718.8 on the way, leaning 5 % toward the four quotas of the loop (20718.8): 13118.8
     let mut next = report(0, 13_000.0, 5000.0);

@@ -138,6 +138,7 @@ class RnfBank(RowBank):
     lag_cov: np.ndarray
     means: np.ndarray
     loop_steps: np.ndarray
+    loop_now: np.ndarray
 
     def __init__(self, config: RnfConfig, capacity: int = 16) -> None:
         self.config = config
@@ -174,6 +175,7 @@ class RnfBank(RowBank):
             "lag_cov": np.zeros((capacity, LAGS)),  # the loop delay's estimator, as SMVS's
             "means": np.zeros((capacity, MOMENTS)),
             "loop_steps": np.zeros(capacity, dtype=np.int64),
+            "loop_now": np.zeros(capacity, dtype=np.int64),  # the RAN clock's loop delay in use, steps
         }
 
     def state(self, row: int) -> ControllerState:
@@ -185,6 +187,8 @@ class RnfBank(RowBank):
             q0=float(self.q_ref[row]),
             b=0.0 if down else float(self.b[row]),
             b_bar=None if math.isnan(rate) else rate,
+            # the RAN clock counts the quotas of all but the last period of its loop on their way to the eNB
+            in_flight_steps=int(self.loop_now[row]) - 1 if self.loop_now[row] > 0 else None,
             outage=down,
         )
 
