@@ -310,11 +310,12 @@ impl Common<'_> {
     }
 
     /// What every law does first: the report's time, the outage test, the step count, the channel's rate.
-    /// Returns (outage, k, b(k)): b(k) is the served rate, or with `channel_rate`, when the period began or
-    /// ended with an empty queue (it may have run dry in between and served what arrived, less than the link
-    /// could carry), the larger of the served rate and the rate the UE's CQI offers. Only the period's ends are
-    /// seen: one that began empty and ended with a few packets served what trickled in (the virtual cell, after
-    /// two quotas of nothing: 0.65 of the link, which took `rnf`'s smoothed rate down by a quarter).
+    /// Returns (outage, k, b(k), backlogged): whether the queue held data at both ends of the period, and b(k),
+    /// the served rate, or with `channel_rate`, when the period was not backlogged (it may have run dry in
+    /// between and served what arrived, less than the link could carry), the larger of the served rate and the
+    /// rate the UE's CQI offers. Only the period's ends are seen: one that began empty and ended with a few
+    /// packets served what trickled in (the virtual cell, after two quotas of nothing: 0.65 of the link, which
+    /// took `rnf`'s smoothed rate down by a quarter).
     /// Until the rate per unit of efficiency is known (no period backlogged yet: the start), a starved period
     /// counts as served at 2^(1/loop_steps) times the last step's rate: the rate doubles per loop delay, as in
     /// TCP's slow start, until the queue holds data for a whole period.
@@ -325,7 +326,7 @@ impl Common<'_> {
         now: f64,
         channel_rate: bool,
         loop_steps: i64,
-    ) -> (bool, i64, f64) {
+    ) -> (bool, i64, f64, bool) {
         self.last_report[row] = now;
         self.in_fallback[row] = false;
         // flagged by the eNB. A period that served nothing while data waited is not an outage unless flagged: on a
@@ -343,7 +344,7 @@ impl Common<'_> {
         }
         let efficiency = cqi_efficiency(self.cqi[row]);
         if down {
-            return (down, self.steps[row], served);
+            return (down, self.steps[row], served, backlogged);
         }
         // bytes/s per bit per resource element: the UE's resource blocks and the overheads, learnt while the
         // queue stayed backlogged all period long, when the served rate is the link's
@@ -363,7 +364,7 @@ impl Common<'_> {
         } else {
             served.max(self.b[row] * 2f64.powf(1.0 / loop_steps.max(1) as f64))
         };
-        (down, self.steps[row], b)
+        (down, self.steps[row], b, backlogged)
     }
 
     /// The loop delay in steps: `learnt` by the estimator once it is trusted (0 until then); until then the
@@ -554,7 +555,7 @@ pub fn smvs_step(
         let previous_queue = common.prev_queue[row];
         let start_loop = common.measured_loop(row, loop_steps[row], ts);
         let starting = !common.measured[row];
-        let (down, k, b) = common.begin(row, report, now, params.channel_rate != 0, start_loop);
+        let (down, k, b, _) = common.begin(row, report, now, params.channel_rate != 0, start_loop);
         // what reached the queue during the period, against the quotas released before: the loop delay
         let arrived = (report.queue - previous_queue + report.served + report.dropped).max(0.0);
         common.time_first_release(row, k, report.released, arrived);
@@ -724,16 +725,14 @@ fn learn_loop(cov: &mut [f64], means: &mut [f64], history: &[f64], k: i64, arriv
         return None;
     }
     let (best, &peak) = cov.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
-    if peak <= LAG_SIGNIFICANT * (means[3] * means[4]).sqrt() {
-        return None;
-    }
     let rival = cov
         .iter()
         .enumerate()
         .filter(|(index, _)| index.abs_diff(best) >= 2)
         .map(|(_, &value)| value)
         .fold(f64::NEG_INFINITY, f64::max);
-    (peak > 0.0 && rival < LAG_UNIQUE * peak).then_some(best as i64 + 1)
+    let significant = peak > LAG_SIGNIFICANT * (means[3] * means[4]).sqrt(); // and so positive
+    (significant && rival < LAG_UNIQUE * peak).then_some(best as i64 + 1)
 }
 
 /// d = ceil(tau_p/Ts) with tau_p = min RTT / 2, within 1..MAX_D; 1 (the paper's value) until an RTT is known.
@@ -833,7 +832,7 @@ pub fn rnf_step(
             common.min_rtt[row]
         };
         let rtt_steps = if tau > 0.0 && report.period > 0.0 { (tau / report.period).ceil() as i64 } else { 1 };
-        let (down, k, served) = common.begin(row, report, now, params.channel_rate != 0, rtt_steps);
+        let (down, k, served, backlogged) = common.begin(row, report, now, params.channel_rate != 0, rtt_steps);
         // b tau is what one RTT carries: with smoothing, the served rate averaged over tau (a period's own
         // rate on a bursty link swings from nothing to several times the mean); a period that begins or ends
         // with an empty queue may have served less than the link could carry, so it may raise the average,
@@ -844,7 +843,7 @@ pub fn rnf_step(
             smoothed[row] = served;
             served
         } else {
-            if (report.queue > 0.0 && previous_queue > 0.0) || served > smoothed[row] {
+            if backlogged || served > smoothed[row] {
                 let weight = if tau > 0.0 { (-report.period / tau).exp() } else { 0.0 };
                 smoothed[row] = weight * smoothed[row] + (1.0 - weight) * served;
             }
