@@ -12,3 +12,9 @@ def test_runs_whose_delay_measurement_lost_packets_are_named():
     older = {"arm": "old", "sweep_value": None, "repetition": 0}  # a summary from before the key
     summary = {"runs": [run("smvs", 12.0), run("cubic", 0.0), run("bbr", math.nan), older]}
     assert report.lossy_delay_runs(summary) == [("smvs, repetition 0", 12, 900)]
+
+
+def test_a_sweep_over_trace_files_names_each_plot_after_its_trace_without_the_path_separators():
+    name = report.sweep_plot_name("trace", "/work/traces/TMobile-LTE-short.down")
+    assert name == "throughput-delay-trace-work_traces_TMobile-LTE-short.down.png"
+    assert report.sweep_plot_name("period_s", 0.04) == "throughput-delay-period_s-0.04.png"

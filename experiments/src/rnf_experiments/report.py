@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,8 +68,17 @@ def write(results: Path, computed: Computed) -> None:
         plots.sweep(runs, summary["sweep"], plot_dir / "sweep.png")
         for value in sorted({run["sweep_value"] for run in runs}, key=str):
             at = [run for run in runs if run["sweep_value"] == value]
-            name = f"throughput-delay-{summary['sweep']}-{value}.png"
-            plots.throughput_delay(at, plot_dir / name, title=f"{summary['scenario']}, {summary['sweep']} = {value}")
+            plots.throughput_delay(
+                at,
+                plot_dir / sweep_plot_name(summary["sweep"], value),
+                title=f"{summary['scenario']}, {summary['sweep']} = {value}",
+            )
+
+
+def sweep_plot_name(parameter: str, value: object) -> str:
+    """The file name of one sweep point's plot: a value may be a path (a trace file), whose separators a file
+    name cannot hold."""
+    return f"throughput-delay-{parameter}-{re.sub(r'[^A-Za-z0-9.+-]+', '_', str(value)).strip('_')}.png"
 
 
 def _cell(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
