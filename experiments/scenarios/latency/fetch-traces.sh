@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The recorded LTE traces of the latency suite, from Mahimahi's repository (GPL-3, not redistributed here), into
+# The recorded cellular traces of the latency suite (ATT-LTE-driving-2016, TMobile-LTE-driving) and of the validation
+# scenario (../validation-traces.toml: the others), from Mahimahi's repository (GPL-3, not redistributed here), into
 # ./traces next to this script. MAHIMAHI_REPO: a clone or URL of Mahimahi (default: upstream on GitHub).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="${MAHIMAHI_REPO:-https://github.com/ravinet/mahimahi}"
-traces=(ATT-LTE-driving-2016.down TMobile-LTE-driving.down)
+traces=(ATT-LTE-driving-2016.down TMobile-LTE-driving.down ATT-LTE-driving.down TMobile-LTE-short.down
+    TMobile-UMTS-driving.down Verizon-EVDO-driving.down Verizon-LTE-short.down)
 mkdir -p "$here/traces"
 missing=0
 for trace in "${traces[@]}"; do [ -s "$here/traces/$trace" ] || missing=1; done
