@@ -19,13 +19,14 @@ DATAPATH := virtual-cell/datapath/target/release/rnf-cell-dp
 RELAY := proxy/relay/target/release/librnf_relay.so
 STAMP := .make
 
-.PHONY: help setup system-packages python rust lock demo test lint bench bench-latency srsran clean
+.PHONY: help setup system-packages python rust lock demo test lint bench bench-latency bench-validation srsran clean
 
 help:
 	@echo "make demo    install everything, then run a short reproduction of paper 000 Fig. 11 on the virtual cell"
 	@echo "make test    install everything, then run the test suite (as root: it builds network namespaces)"
 	@echo "make bench   the benchmarks behind docs/benchmarks.md (SRSRAN_BUILD=... adds the bridge on the real stack)"
-	@echo "make bench-latency   the latency suite alone (docs/benchmarks.md; fetches two public LTE traces)"
+	@echo "make bench-latency   the latency suite alone (docs/benchmarks.md; fetches Mahimahi's public drive traces)"
+	@echo "make bench-validation   the controllers on the drive traces outside the suite (docs/benchmarks.md, Validation)"
 	@echo "make srsran  srsRAN_4G release_23_11 with enb-patches/ built in SRSRAN_DIR ($(SRSRAN_DIR)); prints SRSRAN_BUILD"
 
 setup: $(STAMP)/system $(STAMP)/python $(DATAPATH) $(RELAY)
@@ -79,6 +80,12 @@ LATENCY_SUITE := $(wildcard experiments/scenarios/latency/*.toml)
 bench-latency: setup
 	experiments/scenarios/latency/fetch-traces.sh
 	@for scenario in $(LATENCY_SUITE); do $(RNF) run $$scenario --output results || exit 1; done
+
+# The controllers on recorded drive traces no parameter was derived from: docs/benchmarks.md, "Validation", about
+# 15 minutes.
+bench-validation: setup
+	experiments/scenarios/latency/fetch-traces.sh
+	$(RNF) run experiments/scenarios/validation-traces.toml --output results
 
 bench: setup bench-latency
 	$(VENV)/bin/python -m rnf_cell.bench
