@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from rich.table import Table
 from rnf_foundation.errors import UserError
 
 from rnf_experiments import analysis, plots
+from rnf_experiments.scenario import file_name_part
 
 
 def summarize_results(results: Path) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def write(results: Path, computed: Computed) -> None:
 def sweep_plot_name(parameter: str, value: object) -> str:
     """The file name of one sweep point's plot: a value may be a path (a trace file), whose separators a file
     name cannot hold."""
-    return f"throughput-delay-{parameter}-{re.sub(r'[^A-Za-z0-9.+-]+', '_', str(value)).strip('_')}.png"
+    return f"throughput-delay-{parameter}-{file_name_part(str(value)).strip('_')}.png"
 
 
 def _cell(value: float | None, scale: float = 1.0, digits: int = 1) -> str:

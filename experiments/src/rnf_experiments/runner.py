@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import platform
-import re
 import signal
 import socket
 import subprocess
@@ -53,6 +52,7 @@ from rnf_experiments.scenario import (
     arm_cell,
     arm_ecn,
     expand,
+    file_name_part,
     proxy_config,
 )
 
@@ -97,7 +97,7 @@ def run_folder(scenario: Scenario, variant: Variant, repetition: int, arm: Arm) 
     """The folder under runs/ of one arm in one repetition at one sweep point."""
     folder = f"{repetition}-{arm.name}"
     if scenario.sweep is not None:
-        point = re.sub(r"[^A-Za-z0-9._=-]+", "_", f"{scenario.sweep.parameter}={variant.label}")
+        point = file_name_part(f"{scenario.sweep.parameter}={variant.label}")
         folder = f"{variant.index:02d}-{point}-{folder}"
     return folder
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -326,6 +327,12 @@ class Variant:
     @property
     def label(self) -> str:
         return "" if self.value is None else f"{self.value}"
+
+
+def file_name_part(text: str) -> str:
+    """`text` (a sweep point, whose value may be a path or any TOML value) as a file or folder name can hold it:
+    every run of other characters than letters, digits and `._=-` becomes one `_`."""
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text)
 
 
 def expand(scenario: Scenario, data: dict[str, Any], source: str) -> list[Variant]:
