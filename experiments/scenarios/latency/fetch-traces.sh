@@ -16,14 +16,16 @@ if [ -d "$repo" ]; then
 else
     source_dir="$(mktemp -d)"
     trap 'rm -rf "$source_dir"' EXIT
-    git clone --quiet --depth 1 "$repo" "$source_dir"
+    git clone --quiet --depth 1 "$repo" "$source_dir" 2>/dev/null \
+        || { echo "fetch-traces.sh: cannot clone $repo (MAHIMAHI_REPO: a clone or URL of Mahimahi)" >&2; exit 1; }
 fi
 for trace in "${traces[@]}"; do
     if [ -f "$source_dir/traces/$trace" ]; then
         cp "$source_dir/traces/$trace" "$here/traces/$trace"
     else  # a bare repository or mirror: read the file from HEAD
         git --git-dir="$source_dir" show "HEAD:traces/$trace" > "$here/traces/$trace" 2>/dev/null \
-            || git -C "$source_dir" show "HEAD:traces/$trace" > "$here/traces/$trace"
+            || git -C "$source_dir" show "HEAD:traces/$trace" > "$here/traces/$trace" 2>/dev/null \
+            || { rm -f "$here/traces/$trace"; echo "fetch-traces.sh: $repo has no traces/$trace" >&2; exit 1; }
     fi
     [ -s "$here/traces/$trace" ] || { echo "fetch-traces.sh: $trace is empty in $repo" >&2; exit 1; }
     echo "fetch-traces.sh: $here/traces/$trace ($(wc -l < "$here/traces/$trace") delivery opportunities)"
