@@ -75,7 +75,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# The controllers against senders that know nothing of the RAN: experiments/scenarios/latency, about 45 minutes.
+# The controllers against senders that know nothing of the RAN: experiments/scenarios/latency, about 30 minutes.
 LATENCY_SUITE := $(wildcard experiments/scenarios/latency/*.toml)
 bench-latency: setup
 	experiments/scenarios/latency/fetch-traces.sh

@@ -43,15 +43,21 @@ def test_a_trace_no_longer_than_the_forward_delay_is_refused():
 
 
 def test_the_envelope_keeps_only_points_no_other_beats_and_the_delay_at_a_utilization_is_the_least():
-    points = frontier(
-        np.concatenate([np.full(1000, 1500.0), np.full(1000, 3000.0)] * 3),
-        [3000.0, 15000.0, 45000.0],
-        [LOOP, Loop(15, 10, 100)],
-    )
-    for point in points:
-        assert not any(
-            other.utilization >= point.utilization and other.delay_p95_ms < point.delay_p95_ms for other in points
+    capacity = np.concatenate([np.full(1000, 1500.0), np.full(1000, 3000.0)] * 3)
+    targets, loops = [3000.0, 15000.0, 45000.0], [LOOP, Loop(15, 10, 100)]
+    every = [ideal_sender(capacity, target, loop) for loop in loops for target in targets]
+
+    def beats(o: FrontierPoint, p: FrontierPoint) -> bool:  # at least as good in both, better in one
+        return (o.utilization, -o.delay_p95_ms) != (p.utilization, -p.delay_p95_ms) and (
+            o.utilization >= p.utilization and o.delay_p95_ms <= p.delay_p95_ms
         )
+
+    points = frontier(capacity, targets, loops)
+    assert points and all(p in every for p in points)
+    assert not any(beats(o, p) for p in points for o in every)  # what it keeps, nothing beats
+    assert all(any(beats(o, p) for o in points) for p in every if p not in points)  # what it drops, a kept one beats
+    assert 0 < len(points) < len(every)
+    assert [p.delay_p95_ms for p in points] == sorted(p.delay_p95_ms for p in points)
     made = [FrontierPoint(1.0, 10, 0.90, 40.0, 0.0), FrontierPoint(2.0, 10, 0.97, 55.0, 0.0)]
     made.append(FrontierPoint(3.0, 100, 0.99, 50.0, 0.0))
     assert delay_at(made, 0.95) == 50.0

@@ -192,7 +192,9 @@ def recorded_run(tmp_path_factory, influxdb):
 def test_the_short_run_carried_traffic(recorded_run):
     """Goodput, utilization and delay exist only if TCP got through the virtual cell: say so when it did not."""
     _, results, _, _ = recorded_run
-    for flow in sorted((results / "runs").glob("*/flows/*.json")):
+    flows = sorted((results / "runs").glob("*/flows/*.json"))
+    assert flows, f"{results}: no flow outcome written"
+    for flow in flows:
         outcome = json.loads(flow.read_text())
         assert outcome["received_bytes"] > 0, f"{flow}: no data through the virtual cell ({outcome['error']})"
 

@@ -17,10 +17,15 @@ def test_before_any_telemetry_the_ue_is_under_the_fallback_window():
 
 def test_a_bank_grows_and_keeps_its_rows():
     bank = RnfBank(RnfConfig(tau_s=0.01), capacity=2)
-    controllers = [Rnf(bank=bank) for _ in range(5)]
-    assert bank.size == 5 and len(bank.steps) >= 5
-    for index, controller in enumerate(controllers):
+    first = [Rnf(bank=bank) for _ in range(2)]
+    for index, controller in enumerate(first):  # the two rows hold state before the bank grows
         controller.update(RanSample(queue=1, served=1_000 * (index + 1), period_s=0.01), now=0.0)
+    controllers = first + [Rnf(bank=bank) for _ in range(3)]  # 2 -> 4 -> 8 rows
+    assert bank.size == 5 and len(bank.steps) >= 5
+    assert list(bank.rate[:2]) == [100_000.0, 200_000.0] and list(bank.steps[:2]) == [1, 1]
+    for index, controller in enumerate(controllers):
+        controller.update(RanSample(queue=1, served=1_000 * (index + 1), period_s=0.01), now=0.01)
+    assert list(bank.steps[:5]) == [2, 2, 1, 1, 1]  # the first two went on from their step
     assert list(bank.rate[:5]) == [100_000.0 * (i + 1) for i in range(5)]
 
 

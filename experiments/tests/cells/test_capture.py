@@ -140,6 +140,9 @@ def test_the_delay_through_a_miniature_cell_is_its_hold_time(tmp_path):
     delays_s = (records["delivery_ns"] - records["arrival_ns"]) / 1e9
     assert len(records) == counts["matched"]
     assert HOLD_S <= delays_s.min() and delays_s.max() < HOLD_S + 0.2
+    # packets 2 ms apart: departures matched k packets late would raise the median by 2k ms (k packets early, the
+    # minimum falls under the hold); 5 ms leaves the hold's own scheduling jitter room (test_owd.py matches exactly)
+    assert np.median(delays_s) < HOLD_S + 0.005
     assert set(records["ue"].tolist()) == {0}
     for name in ("sgi", "ue1"):
         assert counts["captures"][name]["captured"] == counts["captures"][name]["frames"]

@@ -429,8 +429,14 @@ mod tests {
         let retx_share = c.sched_retx_bytes as f64 / (c.sched_new_bytes + c.sched_retx_bytes) as f64;
         assert!((retx_share - 0.3).abs() < 0.05, "retransmitted share {retx_share}");
         assert_eq!(c.delivered_bytes, 400 * 1500);
-        // Scheduled bytes exceed delivered bytes by exactly the retransmitted (failed) bytes.
-        assert_eq!(c.sched_new_bytes + c.sched_retx_bytes - c.delivered_bytes, c.sched_retx_bytes);
+        // One 1500-byte block a TTI, one draw of UE 0's stream per block sent: each failed draw is one block sent
+        // again. Replayed, the draws until the 400th success give the blocks retransmitted.
+        let mut rng = SplitMix64::new(42 ^ 0xD1B5_4A32_D192_ED03);
+        let (mut successes, mut failures) = (0, 0u64);
+        while successes < packets {
+            if rng.uniform() < 0.3 { failures += 1 } else { successes += 1 }
+        }
+        assert_eq!(c.sched_retx_bytes, failures * 1500);
     }
 
     #[test]
