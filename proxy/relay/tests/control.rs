@@ -732,6 +732,27 @@ fn a_neighbouring_lag_does_not_hide_the_peak_but_an_alias_two_lags_away_does() {
 }
 
 #[test]
+fn one_pulse_meeting_one_pulse_is_not_a_loop_however_large_its_correlation() {
+    let params = smvs_params();
+    // variances of 100 B^2: a covariance of c is a correlation of c / 100. Every other lag +-16 (noise whose spread
+    // is 16, mean 0), as a constant-rate run logged
+    let learnt = |at: usize, peak: f64, beside: f64| {
+        let mut cov: Vec<f64> = (0..LAGS).map(|lag| if lag % 2 == 0 { 16.0 } else { -16.0 }).collect();
+        cov[at] = peak;
+        cov[at - 1] = beside;
+        cov[at + 1] = beside;
+        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0]);
+        bank.i("loop_steps")[0] = 7;
+        smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
+        bank.i("loop_steps")[0]
+    };
+    // a pulse pair at lag 28: 0.5 > 0.45, but 0.5 is 3 spreads of the other lags, not 5: nothing learnt
+    assert_eq!(learnt(27, 50.0, -30.0), 7);
+    // a loop of 3 that carries a change of rate: 0.9, 5.6 spreads above the others' mean
+    assert_eq!(learnt(2, 90.0, 20.0), 3);
+}
+
+#[test]
 fn a_lag_that_stands_out_is_learnt_only_if_it_explains_more_than_noise_would() {
     let params = smvs_params();
     // variances of 100 B^2 for both changes; every step decays the covariances and the variances alike, so the
