@@ -732,18 +732,15 @@ fn learn_loop(cov: &mut [f64], means: &mut [f64], history: &[f64], k: i64, arriv
         return None;
     }
     let (best, &peak) = cov.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
-    let rival = cov
+    // the lags two or more away from the peak: the largest (a rival) and their spread
+    let (rival, sum, square, count) = cov
         .iter()
         .enumerate()
         .filter(|(index, _)| index.abs_diff(best) >= 2)
-        .map(|(_, &value)| value)
-        .fold(f64::NEG_INFINITY, f64::max);
+        .fold((f64::NEG_INFINITY, 0.0, 0.0, 0.0), |(rival, sum, square, count), (_, &value)| {
+            (rival.max(value), sum + value, square + value * value, count + 1.0)
+        });
     let significant = peak > LAG_SIGNIFICANT * (means[3] * means[4]).sqrt(); // and so positive
-    let (sum, square, count) = cov
-        .iter()
-        .enumerate()
-        .filter(|(index, _)| index.abs_diff(best) >= 2)
-        .fold((0.0, 0.0, 0.0), |(sum, square, count), (_, &value)| (sum + value, square + value * value, count + 1.0));
     let mean = sum / count;
     let spread = (square / count - mean * mean).max(0.0).sqrt();
     let stands_out = peak - mean > LAG_STANDS_OUT * spread;
