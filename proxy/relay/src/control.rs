@@ -151,8 +151,8 @@ pub const QUOTA_HISTORY: usize = 2 * MAX_D as usize;
 /// Lags (steps) over which the loop delay is looked for: 400 ms at Ts = 10 ms.
 pub const LAGS: usize = 40;
 /// The loop-delay estimator's moments per row: the means of the changes of quotas and of arrivals, the last
-/// arrivals, the variances of the two changes.
-pub const MOMENTS: usize = 5;
+/// arrivals, the variances of the two changes, and the last step of a pause after a stall (STALL_PERIODS).
+pub const MOMENTS: usize = 6;
 /// Memory of the loop-delay estimator: a time constant of 100 steps (1 s at 10 ms).
 const LAG_MEMORY: f64 = 0.99;
 /// A lag is taken as the loop delay when no lag two or more away comes within this fraction of its covariance
@@ -173,6 +173,16 @@ const LAG_SIGNIFICANT: f64 = 0.45;
 /// loop's 0.18-0.22): learnt, a loop of 28 where it is 2 made the guard release nothing for 16 steps. The spread
 /// measured over the lags is what noise of any shape makes; 5 of them, as the Gaussian rule.
 const LAG_STANDS_OUT: f64 = 5.0;
+/// A report stepped more than this many periods after the row's last one waited for the proxy: its process did not
+/// run (on 2 cores beside srsenb, srsue and the bridge it is starved for 60-100 ms about once a run), the reports
+/// queued up and were then stepped in a burst, their quotas released at once. Steps then no longer map to time,
+/// and the burst's quotas meet the arrivals at the lag of the backlog: after a 77 ms stall on srsRAN over ZeroMQ
+/// (2026-11-27, `rnf`, loop 1 step) a lag of 7 was learnt; the RAN clock counted 6 quotas on their way, the window
+/// grew to 150 kB before anything was released and the queue stood empty for 1 s (98.2 %, BBR 98.7 %). The
+/// estimator learns nothing from such a report, its backlog, or the LAGS steps after, while their quotas are within
+/// its lags. The virtual cell's reports are stepped 8-14 ms apart, with a gap of more than 20 ms in none or one of
+/// 3100 steps per run.
+const STALL_PERIODS: f64 = 2.0;
 /// Steps of data before the estimator is trusted: its memory's time constant, so that no single event of the
 /// start-up carries it. With 20 steps, on a calibrated srsRAN cell whose loop is 1-2 steps, the start-up made a
 /// lag of 15-20 steps stand out in each of 6 repetitions, for up to 0.4 s; counting that many quotas in flight,
@@ -386,6 +396,13 @@ impl Common<'_> {
         }
     }
 
+    /// The periods a report waited beyond its own (0 if none): with the steps that queued up behind it, the steps
+    /// that do not map to time (STALL_PERIODS). Read before `begin`, which records this report's time.
+    fn late_steps(&self, row: usize, now: f64, period: f64) -> i64 {
+        let gap = now - self.last_report[row];
+        if period > 0.0 && gap > STALL_PERIODS * period { (gap / period).ceil() as i64 } else { 0 }
+    }
+
     /// The loop delay of the first release, the start-up's until the estimator is trusted (`measured_loop`):
     /// the steps from the step whose quota first released bytes (reported with step k's report: step k - 1) to
     /// the report by which its first INITIAL_WINDOW of payload, or all of it if less, has arrived at the queue
@@ -562,6 +579,7 @@ pub fn smvs_step(
         let previous_queue = common.prev_queue[row];
         let start_loop = common.measured_loop(row, loop_steps[row], ts);
         let starting = !common.measured[row];
+        let late = common.late_steps(row, now, ts);
         let (down, k, b, _) = common.begin(row, report, now, params.channel_rate != 0, start_loop);
         // what reached the queue during the period, against the quotas released before: the loop delay
         let arrived = (report.queue - previous_queue + report.served + report.dropped).max(0.0);
@@ -572,6 +590,7 @@ pub fn smvs_step(
             history,
             k,
             arrived,
+            late,
         );
         if let Some(lag) = lag {
             loop_steps[row] = lag;
@@ -713,9 +732,18 @@ pub fn smvs_step(
 /// rate's noise), and their covariance with the arrivals' changes peaks at the lag that carries them.
 /// The peak must also be significant (LAG_SIGNIFICANT): its correlation, against the variances of the quota's
 /// and the arrivals' changes, is more than unrelated noise makes.
+/// Nothing is learnt from a report that waited, the steps stepped behind it (`late`) and the LAGS steps after
+/// (STALL_PERIODS).
 /// `history` holds w(k - 1) and before; `k` is this step; `means` holds the running means of the changes, the
-/// last period's arrivals and the running variances of the changes (MOMENTS wide).
-fn learn_loop(cov: &mut [f64], means: &mut [f64], history: &[f64], k: i64, arrived: f64) -> Option<i64> {
+/// last period's arrivals, the running variances of the changes and the last step of a pause (MOMENTS wide).
+fn learn_loop(cov: &mut [f64], means: &mut [f64], history: &[f64], k: i64, arrived: f64, late: i64) -> Option<i64> {
+    if late > 0 {
+        means[5] = means[5].max((k + late + LAGS as i64) as f64);
+    }
+    if k as f64 <= means[5] {
+        means[2] = arrived;
+        return None;
+    }
     let quota = |age: usize| history[(k - age as i64).rem_euclid(QUOTA_HISTORY as i64) as usize];
     let change = |age: usize| quota(age) - quota(age + 1);
     let (mean_w, mean_a, last_arrived) = (means[0], means[1], means[2]);
@@ -810,6 +838,7 @@ pub fn rnf_step(
                 history,
                 k_next,
                 arrived,
+                common.late_steps(row, now, report.period),
             ) {
                 loop_steps[row] = lag;
             }

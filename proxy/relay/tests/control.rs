@@ -675,7 +675,7 @@ fn estimator(steps: i64, history: &[f64], lag_cov: &[f64], means: [f64; MOMENTS]
 fn the_loop_delay_is_the_lag_at_which_the_changes_of_quotas_and_arrivals_covary_most() {
     let params = smvs_params();
     // w(k-1) = 1000, w(k-2) = 400, 0 before: the quota changed by 600 one step ago, by 400 two steps ago
-    let mut bank = estimator(130, &[1000.0, 400.0], &[], [200.0, 400.0, 100.0, 0.0, 0.0]);
+    let mut bank = estimator(130, &[1000.0, 400.0], &[], [200.0, 400.0, 100.0, 0.0, 0.0, 0.0]);
     bank.f("prev_queue")[0] = 100.0;
     let mut arrivals = report(0, 600.0, 300.0);
     arrivals.dropped = 200.0; // arrived: 600 - 100 (queued before) + 300 served + 200 dropped = 1000, 900 more
@@ -704,7 +704,7 @@ fn a_loop_delay_is_learnt_only_past_the_warm_up() {
     let mut cov = vec![0.0; LAGS];
     cov[2] = 100.0; // lag 3 stands out
     for (steps, learnt) in [(99, 0), (100, 3)] {
-        let mut bank = estimator(steps, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0]);
+        let mut bank = estimator(steps, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]);
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         assert_close!(bank.f("lag_cov")[2], 99.0); // 0.99 x 100, no new covariance (no change anywhere)
         assert_eq!(bank.i("loop_steps")[0], learnt, "step {}", steps + 1);
@@ -712,10 +712,35 @@ fn a_loop_delay_is_learnt_only_past_the_warm_up() {
 }
 
 #[test]
+fn nothing_is_learnt_from_reports_that_waited_for_the_proxy_nor_for_the_lags_after() {
+    let params = smvs_params();
+    let mut cov = vec![0.0; LAGS];
+    cov[2] = 100.0; // lag 3 stands out at a correlation of 1
+    // the row's last report was stepped at 1 s; this one (step `steps` + 1) at `now`, with a pause set before;
+    // the loop learnt, the pause's last step and lag 3's covariance after the step
+    let learnt = |steps: i64, now: f64, paused_to: f64| {
+        let mut bank = estimator(steps, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, paused_to]);
+        bank.f("last_report")[0] = 1.0;
+        bank.i("loop_steps")[0] = 7;
+        smvs1(&params, &mut bank, report(0, 0.0, 0.0), now);
+        (bank.i("loop_steps")[0], bank.f("means")[5], bank.f("lag_cov")[2])
+    };
+    // 19 ms later, within two periods: on time; the covariance decays (0.99 x 100) and lag 3 is learnt
+    assert_eq!(learnt(130, 1.019, 0.0), (3, 0.0, 99.0));
+    // 77 ms later, the proxy stalled: 8 periods waited (ceil(7.7)), the 7 behind it are stepped at once; step 131
+    // learns nothing and leaves the covariances as they were, and so does every step up to 131 + 8 + 40 (LAGS) =
+    // 179, while the burst's quotas are within the lags
+    assert_eq!(learnt(130, 1.077, 0.0), (7, 179.0, 100.0));
+    // on time again, the pause holds to its last step, and learning resumes after it
+    assert_eq!(learnt(178, 1.01, 179.0), (7, 179.0, 100.0));
+    assert_eq!(learnt(179, 1.01, 179.0), (3, 179.0, 99.0));
+}
+
+#[test]
 fn a_neighbouring_lag_does_not_hide_the_peak_but_an_alias_two_lags_away_does() {
     let params = smvs_params();
     let learnt = |cov: &[f64]| {
-        let mut bank = estimator(130, &[], cov, [0.0, 0.0, 0.0, 100.0, 100.0]); // the peak's correlation: 1
+        let mut bank = estimator(130, &[], cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]); // the peak's correlation: 1
         bank.i("loop_steps")[0] = 7; // learnt before
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         bank.i("loop_steps")[0]
@@ -741,7 +766,7 @@ fn one_pulse_meeting_one_pulse_is_not_a_loop_however_large_its_correlation() {
         cov[at] = peak;
         cov[at - 1] = beside;
         cov[at + 1] = beside;
-        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0]);
+        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]);
         bank.i("loop_steps")[0] = 7;
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         bank.i("loop_steps")[0]
@@ -760,7 +785,7 @@ fn a_lag_that_stands_out_is_learnt_only_if_it_explains_more_than_noise_would() {
     let learnt = |peak: f64| {
         let mut cov = vec![0.0; LAGS];
         cov[2] = peak;
-        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0]);
+        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]);
         bank.i("loop_steps")[0] = 7;
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         bank.i("loop_steps")[0]
