@@ -1,9 +1,10 @@
 """The queue disciplines end to end: a real Linux TCP download (iperf3, CUBIC) through the virtual cell over each
 discipline, with ECN negotiated where it marks.
 
-What is checked against what, each measured apart: the CE marks the UE's kernel receives (a capture on its TUN)
-and the ECE the server's kernel receives on the UE's ACKs (a capture on its interface), against the packet log's
-records (packets.bin, INTERFACE.md "Packet log") and the telemetry's counters (contract 1.1, over ZeroMQ).
+What is checked against what, each measured apart: the packets the server sent toward the UE and the ECE its kernel
+receives on the UE's ACKs (a capture on its interface, whose offloads are off: one packet per capture record), the CE
+marks the UE's kernel receives (a capture on its TUN) and the packets it counts, against the packet log's records
+(packets.bin, INTERFACE.md "Packet log") and the telemetry's counters (contract 1.1, over ZeroMQ).
 """
 
 import asyncio
@@ -42,6 +43,7 @@ class Download:
     ece_at_server: int  # non-SYN segments from the UE with ECE the server's interface received
     ect_at_ue: int  # ECN-capable (ECT or CE) packets the UE's TUN received
     tun_rx_packets: int
+    sent_to_ue: int  # packets toward the UE the server's interface sent: each enters the RLC queue
 
     def total(self, name: str) -> int:
         return sum(getattr(m, name) for m in self.messages)
@@ -119,6 +121,7 @@ def download(cell_data: dict, tmp_path: Path, discipline: dict, ecn: bool, secon
             ece_at_server=_count(tmp_path / "server.pcap", ECE_FILTER),
             ect_at_ue=_count(tmp_path / "ue.pcap", "ip[1] & 3 != 0"),
             tun_rx_packets=rx_after - rx_before,
+            sent_to_ue=_count(tmp_path / "server.pcap", f"src host {SERVER_IP} and dst host {UE_IP}"),
         )
 
     return asyncio.run(scenario())
@@ -130,8 +133,9 @@ def _interface_counter(namespace: str, device: str, counter: str) -> int:
 
 
 def check_log_against_telemetry(run: Download) -> None:
-    """Every period published (no loss), the queue empty at the end, and the telemetry's counters equal to the
-    packet log's records: CE-marked SDUs, AQM-dropped SDUs and their bytes."""
+    """Every period published (no loss), the queue empty at the end, the telemetry's counters equal to the
+    packet log's records (CE-marked SDUs, AQM-dropped SDUs and their bytes), and every packet the server sent
+    toward the UE delivered, dropped by the discipline or dropped at the queue's tail."""
     assert run.lost == 0 and run.messages and run.messages[-1].queue_bytes == 0
     flags = run.records["flags"]
     dropped = run.records[(flags & AQM_DROPPED) != 0]
@@ -141,7 +145,10 @@ def check_log_against_telemetry(run: Download) -> None:
     assert not np.any((flags & CE_MARKED) & (flags & AQM_DROPPED))
     assert not np.any(flags & ~np.uint8(CE_MARKED | AQM_DROPPED))
     # each delivered record is a packet the UE's kernel received (its own count)
-    assert np.count_nonzero((flags & AQM_DROPPED) == 0) == run.tun_rx_packets
+    delivered = np.count_nonzero((flags & AQM_DROPPED) == 0)
+    assert delivered == run.tun_rx_packets
+    # the tail's drops are not in the log: what the server sent and the log does not hold, the telemetry counted
+    assert run.sent_to_ue == delivered + dropped.size + run.total("dl_dropped_sdus")
 
 
 @pytest.mark.parametrize(
@@ -184,3 +191,27 @@ def test_mark_with_ack_ece_signals_on_the_acks_and_leaves_the_data_alone(cell_da
     signalled = run.total("ul_ece_marked_acks")
     assert signalled > 0
     assert run.ece_at_server == signalled
+
+
+def test_tail_drop_marks_nothing_and_every_packet_it_loses_is_a_counted_tail_drop(cell_data, tmp_path):
+    # 60 kB of queue over a 40 ms round trip at 8 Mbit/s (40 kB in flight): CUBIC's window outgrows the two
+    cell_data["ues"][0]["queue_limit_bytes"] = 60_000
+    run = download(cell_data, tmp_path, {"kind": "tail_drop"}, ecn=True)
+    check_log_against_telemetry(run)
+    assert run.total("dl_dropped_sdus") > 0, "the queue never overflowed: the tail's count was not tested"
+    assert run.ect_at_ue > 1000  # ECN negotiated, and nothing marks
+    assert run.total("dl_ce_marked_sdus") == run.ce_at_ue == 0
+    assert run.total("dl_aqm_dropped_sdus") == 0
+    assert run.total("ul_ece_marked_acks") == run.ece_at_server == 0
+
+
+def test_the_ack_regulators_ece_is_what_the_sender_sees(cell_data, tmp_path):
+    # the same overfull path: the regulator holds the ACKs, and an ACK held its longest leaves with ECE
+    cell_data["ues"][0].update(queue_limit_bytes=60_000, ack_regulator={})
+    run = download(cell_data, tmp_path, {"kind": "tail_drop"}, ecn=True)
+    check_log_against_telemetry(run)
+    assert run.total("dl_ce_marked_sdus") == run.ce_at_ue == 0  # no CE: the receiver has nothing to echo
+    signalled = run.total("ul_ece_marked_acks")
+    assert signalled > 0, "no ACK was held its longest: the regulator never signalled"
+    assert run.ece_at_server == signalled
+    assert run.total("dl_dropped_sdus") == 0
