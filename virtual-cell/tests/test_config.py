@@ -9,6 +9,11 @@ from rnf_foundation.errors import UserError
 CONSTANT = {"generator": "constant", "rate_mbps": 10}
 
 
+def assert_one_line_naming(error: UserError, message: str) -> None:
+    """The refusal is one line, and it says `message` (the file, the field and why)."""
+    assert message in error.message and "\n" not in error.message, error.message
+
+
 def test_defaults_follow_srsran_addressing():
     config = parse_cell({"ues": [{"trace": CONSTANT}, {"trace": CONSTANT}]}, "cell.toml")
     assert [str(ip) for ip in config.ue_ips()] == ["172.16.0.2", "172.16.0.3"]
@@ -37,7 +42,7 @@ def test_defaults_follow_srsran_addressing():
 def test_bad_cell_files_name_the_field(data, message):
     with pytest.raises(UserError) as raised:
         parse_cell(data, "cell.toml")
-    assert message in raised.value.message and "\n" not in raised.value.message, raised.value.message
+    assert_one_line_naming(raised.value, message)
 
 
 def test_trace_paths_are_relative_to_the_cell_file(tmp_path):
@@ -96,7 +101,7 @@ def test_a_queue_discipline_defaults_to_tail_drop_and_reaches_the_datapath_in_mi
 def test_bad_queue_disciplines_name_the_field(discipline, message):
     with pytest.raises(UserError) as raised:
         parse_cell({"ues": [{"trace": CONSTANT, "queue_discipline": discipline}]}, "cell.toml")
-    assert message in raised.value.message and "\n" not in raised.value.message, raised.value.message
+    assert_one_line_naming(raised.value, message)
 
 
 def test_an_ack_regulator_reaches_the_datapath_in_microseconds_and_only_where_configured(tmp_path):
@@ -132,7 +137,7 @@ def test_an_ack_regulator_reaches_the_datapath_in_microseconds_and_only_where_co
 def test_bad_ack_regulators_name_the_field(ue, message):
     with pytest.raises(UserError) as raised:
         parse_cell({"ues": [{"trace": CONSTANT, **ue}]}, "cell.toml")
-    assert message in raised.value.message and "\n" not in raised.value.message, raised.value.message
+    assert_one_line_naming(raised.value, message)
 
 
 @pytest.mark.parametrize(
@@ -154,7 +159,7 @@ def test_bad_ack_regulators_name_the_field(ue, message):
 def test_bad_chained_grants_name_the_field(ue, message):
     with pytest.raises(UserError) as raised:
         parse_cell({"ues": [{"trace": CONSTANT, **ue}]}, "cell.toml")
-    assert message in raised.value.message and "\n" not in raised.value.message, raised.value.message
+    assert_one_line_naming(raised.value, message)
 
 
 def test_chained_grants_reach_the_datapath_in_microseconds(tmp_path):
