@@ -11,6 +11,7 @@ configuration implies.
 """
 
 import asyncio
+import gc
 import subprocess
 import threading
 import time
@@ -384,6 +385,33 @@ def test_broken_smvs_parameters_are_refused_unless_allowed(net):
     with pytest.raises(UserError, match="band < min"):
         asyncio.run(start(False))
     assert asyncio.run(start(True))
+
+
+def test_what_exists_when_the_proxy_starts_is_left_out_of_collections_until_the_last_proxy_closes(net):
+    """A full collection walks every object of the process and holds the proxy meanwhile: 60-170 ms in `rnf run`
+    on srsRAN (docs/architecture.md). While a proxy runs, the heap it started with is frozen, out of reach."""
+    enb = FixedQueueEnb()
+
+    def explicit(listen: str) -> ProxyConfig:
+        return config(net, enb.endpoint, mode="explicit", server="127.0.0.1:9", listen=listen)
+
+    async def scenario():
+        gc.collect()
+        at_start = len(gc.get_objects())
+        async with Proxy(explicit("127.0.0.1:15101")):
+            frozen = gc.get_freeze_count()
+            collected_by_a_full_collection = len(gc.get_objects())
+            async with Proxy(explicit("127.0.0.1:15102")):
+                pass
+            frozen_after_the_second_closed = gc.get_freeze_count()
+        return at_start, frozen, collected_by_a_full_collection, frozen_after_the_second_closed
+
+    at_start, frozen, walked, frozen_after_the_second_closed = asyncio.run(scenario())
+    enb.close()
+    assert frozen >= 0.9 * at_start
+    assert walked <= 0.1 * at_start
+    assert frozen_after_the_second_closed == frozen  # the first proxy still runs
+    assert gc.get_freeze_count() == 0
 
 
 def test_a_fast_server_cannot_fill_the_proxy_beyond_the_ue_limit(net, serve):

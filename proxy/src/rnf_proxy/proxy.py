@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gc
 import logging
 import socket
 import time
@@ -95,6 +96,29 @@ def controller_factory(config: ProxyConfig) -> Callable[[], Controller]:
     return lambda: Itcp(kind)
 
 
+# Python's full collection walks every object the process holds, about 100 000 from the imports of `rnf run`, and
+# holds the interpreter meanwhile: 60-170 ms on two cores shared with srsenb and srsue, once every 10-30 s, during
+# which no telemetry is stepped and no quota released (docs/architecture.md). What exists when a proxy starts is
+# moved out of the collector's generations (gc.freeze) and back when the last proxy of the process closes; what the
+# proxy allocates is still collected.
+_proxies_holding_the_heap = 0
+
+
+def _freeze_heap() -> None:
+    global _proxies_holding_the_heap
+    if _proxies_holding_the_heap == 0:
+        gc.collect()  # no garbage is frozen
+        gc.freeze()
+    _proxies_holding_the_heap += 1
+
+
+def _thaw_heap() -> None:
+    global _proxies_holding_the_heap
+    _proxies_holding_the_heap -= 1
+    if _proxies_holding_the_heap == 0:
+        gc.unfreeze()
+
+
 class Proxy:
     """The split proxy; an async context manager."""
 
@@ -116,6 +140,7 @@ class Proxy:
         self._flows = 0
         self._checked: set[str] = set()
         self._period_warned = False
+        self._heap_frozen = False
         self.last_decision_at = 0.0  # loop time of the last telemetry burst carried into decisions
         self.address: tuple[str, int] | None = None
 
@@ -159,6 +184,8 @@ class Proxy:
             self._subscriber = Subscriber(telemetry.endpoint, topic, context=context, curve=telemetry.curve())
             self.loop.add_reader(self._subscriber.fd, self._telemetry_ready)
             self._tick_handle = self.loop.call_later(config.tick_s, self._tick, self.loop.time() + config.tick_s)
+            _freeze_heap()
+            self._heap_frozen = True
         except BaseException:
             await self.close()
             raise
@@ -207,6 +234,9 @@ class Proxy:
         if self._tuning is not None:
             self._tuning.restore()
             self._tuning = None
+        if self._heap_frozen:
+            _thaw_heap()
+            self._heap_frozen = False
 
     def _spawn(self, coroutine: Any) -> None:
         task = self.loop.create_task(coroutine)
