@@ -1,8 +1,9 @@
 """The latency suite's goal check on a hand-made summary."""
 
+import json
 import math
 
-from rnf_experiments.goals import markdown, verdicts
+from rnf_experiments.goals import main, markdown, verdicts
 
 
 def arm(utilization, delay, drops=0, band=math.nan):
@@ -55,3 +56,20 @@ def test_the_table_marks_the_verdicts():
     assert "| **smvs @ 4** | 99.0 | 40.0 | 0.20 | 0.10 | 0 | 98.0 | met |" in table
     assert "| **smvs @ 0.4** | 98.0 | 120.0 | 0.40 | 0.20 | 3 | - | missed |" in table
     assert "| cubic @ 4 | 99.0 | 400.0 | | | 12 | - | |" in table
+
+
+def test_a_folder_without_a_summary_is_named_and_left_out_and_the_others_are_printed(tmp_path, capsys):
+    finished, running, broken = tmp_path / "finished", tmp_path / "running", tmp_path / "broken"
+    for folder in (finished, running, broken):
+        folder.mkdir()
+    (finished / "summary.json").write_text(json.dumps(SUMMARY))
+    (broken / "summary.json").write_text('{"scenario": ')
+    status = main([str(running), str(finished), str(broken)])
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert "| **smvs @ 4** |" in out
+    assert err.splitlines() == [
+        f"goals: {running / 'summary.json'}: no such file (a run still going, or one that failed): left out",
+        f"goals: {broken / 'summary.json'}: unreadable (Expecting value: line 1 column 14 (char 13)): left out",
+    ]
+    assert main([str(finished)]) == 0

@@ -7,7 +7,7 @@ reaching).
     python -m rnf_experiments.goals results/*-latency-*
 
 Prints one Markdown table per folder, ready for docs/benchmarks.md; exit 0 whatever the verdicts (it reports,
-it does not judge a run's validity).
+it does not judge a run's validity), 1 when a folder had no summary to report.
 """
 
 from __future__ import annotations
@@ -101,11 +101,25 @@ def _percent(value: float) -> str:
     return "-" if math.isnan(value) else f"{value * 100:.1f}"
 
 
-def main(folders: list[str]) -> None:
+def main(folders: list[str]) -> int:
+    """Prints each folder's table; a folder without a readable summary.json (a run still going, or one that
+    failed) is named on stderr and left out, and makes the exit status 1."""
+    left_out = 0
     for folder in folders:
-        summary = json.loads((Path(folder) / "summary.json").read_text())
+        path = Path(folder) / "summary.json"
+        try:
+            summary = json.loads(path.read_text())
+        except FileNotFoundError:
+            print(f"goals: {path}: no such file (a run still going, or one that failed): left out", file=sys.stderr)
+            left_out += 1
+            continue
+        except (OSError, json.JSONDecodeError) as error:
+            print(f"goals: {path}: unreadable ({error}): left out", file=sys.stderr)
+            left_out += 1
+            continue
         print(markdown(summary["scenario"], summary), end="\n\n")
+    return 1 if left_out else 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))
