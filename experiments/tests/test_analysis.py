@@ -204,6 +204,7 @@ def test_a_whole_run_folder_is_read_and_summarized_from_its_files(tmp_path):
         "rto": 1,
         "spurious_rto": 0,
         "tti_late_max_ms": 2.5,
+        "decision_gap_max_ms": 10.0,  # the controller's steps below, 10 ms apart
         "ues": {"1": ue},
         "transfers": [
             {
@@ -225,3 +226,16 @@ def test_a_whole_run_folder_is_read_and_summarized_from_its_files(tmp_path):
     _, (bare,) = analysis.load_results(tmp_path)
     summary = analysis.summarize(bare)
     assert math.isnan(summary["delay_p50_ms"]) and math.isnan(summary["tti_late_max_ms"])
+
+
+def test_the_longest_gap_between_two_steps_of_any_ues_controller():
+    def steps(*times_ms):
+        times = np.asarray(times_ms, dtype=np.int64) * 1_000_000
+        nothing = np.full(times.size, math.nan)
+        return analysis.ControllerSeries(times, nothing, nothing, nothing, nothing)
+
+    # UE 1 steps every 10 ms but once waits 157 ms (30 to 187 ms); UE 2 every 10 ms; UE 3 stepped once
+    controllers = {1: steps(0, 10, 20, 30, 187, 197), 2: steps(0, 10, 20, 30), 3: steps(5)}
+    assert analysis.decision_gap_max_ms(controllers) == 157.0
+    assert analysis.decision_gap_max_ms({2: steps(0, 10, 20, 30), 3: steps(5)}) == 10.0
+    assert math.isnan(analysis.decision_gap_max_ms({}))

@@ -1,4 +1,5 @@
-"""The comparison table's warnings: a run whose delay measurement lost packets is named, with what it still covers."""
+"""The comparison table's warnings: a run whose delay measurement lost packets is named, with what it still covers;
+a run whose controller stood still is named, with for how long."""
 
 import math
 
@@ -12,6 +13,15 @@ def test_runs_whose_delay_measurement_lost_packets_are_named():
     older = {"arm": "old", "sweep_value": None, "repetition": 0}  # a summary from before the key
     summary = {"runs": [run("smvs", 12.0), run("cubic", 0.0), run("bbr", math.nan), older]}
     assert report.lossy_delay_runs(summary) == [("smvs, repetition 0", 12, 900)]
+
+
+def test_runs_whose_controller_made_no_step_for_more_than_five_periods_are_named():
+    def run(arm, gap):
+        return {"arm": arm, "sweep_value": None, "repetition": 1, "decision_gap_max_ms": gap}
+
+    older = {"arm": "old", "sweep_value": None, "repetition": 0}  # a summary from before the key
+    summary = {"runs": [run("smvs", 157.3), run("rnf", 50.0), run("cubic", math.nan), older]}
+    assert report.stalled_runs(summary) == [("smvs, repetition 1", 157.3)]
 
 
 def test_a_sweep_over_trace_files_names_each_plot_after_its_trace_without_the_path_separators():

@@ -431,10 +431,19 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "rto": counters["rto"],
         "spurious_rto": counters["spurious_rto"],
         "tti_late_max_ms": run.cell_summary.get("tti_lateness_ns", {}).get("max", math.nan) / 1e6,
+        "decision_gap_max_ms": decision_gap_max_ms(run.controllers),
         "ues": {str(ue): values for ue, values in per_ue.items()},
         "transfers": transfers,
         "netstat": run.netstat,
     }
+
+
+def decision_gap_max_ms(controllers: dict[int, ControllerSeries]) -> float:
+    """The longest time between two recorded steps of one UE's controller, ms; NaN without steps to compare (an
+    end-to-end arm). A step per telemetry report is the rule: a gap of several periods means the proxy's process
+    stood still or its telemetry stopped."""
+    gaps = [float(np.diff(series.time_ns).max()) for series in controllers.values() if series.time_ns.size > 1]
+    return max(gaps) / 1e6 if gaps else math.nan
 
 
 def _delay_records_lost(cell_summary: dict[str, Any]) -> float:

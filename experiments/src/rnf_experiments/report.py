@@ -87,6 +87,7 @@ def _cell(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
 
 TABLE_WIDTH = 170
 LATE_TTI_MS = 50.0
+DECISION_GAP_MS = 50.0  # five telemetry periods of 10 ms, the controllers' default for stale telemetry
 # (header, summary key, scale, digits); a column whose values are all NaN is left out
 COLUMNS = (
     ("util. %", "utilization", 100, 1),
@@ -163,6 +164,16 @@ def late_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
     ]
 
 
+def stalled_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
+    """Runs in which a UE's controller made no step for more than DECISION_GAP_MS: the proxy's process stood still
+    (on a small host beside srsRAN) or its telemetry stopped; meanwhile nothing was released toward that UE."""
+    return [
+        (f"{analysis.group_key(run)}, repetition {run['repetition']}", gap)
+        for run in summary["runs"]
+        if (gap := run.get("decision_gap_max_ms", math.nan)) > DECISION_GAP_MS
+    ]
+
+
 def lossy_delay_runs(summary: dict[str, Any]) -> list[tuple[str, int, int]]:
     """Runs whose delay measurement lost packets (the virtual cell's packet log, a srsRAN cell's captures): the run,
     the packets lost and the SDUs the delay percentiles cover."""
@@ -183,6 +194,11 @@ def print_table(summaries: dict[str, dict[str, Any]], console: Console) -> None:
             console.print(
                 f"[bold red]warning[/]: {name}, {run}: the cell fell {late_ms:.0f} ms behind real time "
                 "(CPU starved by other work); its figures are suspect, run it again on a quiet machine"
+            )
+        for run, gap_ms in stalled_runs(summary):
+            console.print(
+                f"[bold red]warning[/]: {name}, {run}: the controller made no step for {gap_ms:.0f} ms (the proxy's "
+                "process stood still, or its telemetry stopped); nothing was released toward the UE meanwhile"
             )
         for run, lost, sdus in lossy_delay_runs(summary):
             console.print(
