@@ -109,12 +109,10 @@ def main(folders: list[str]) -> int:
         path = Path(folder) / "summary.json"
         try:
             summary = json.loads(path.read_text())
-        except FileNotFoundError:
-            print(f"goals: {path}: no such file (a run still going, or one that failed): left out", file=sys.stderr)
-            left_out += 1
-            continue
         except (OSError, json.JSONDecodeError) as error:
-            print(f"goals: {path}: unreadable ({error}): left out", file=sys.stderr)
+            missing = isinstance(error, FileNotFoundError)
+            reason = "no such file (a run still going, or one that failed)" if missing else f"unreadable ({error})"
+            print(f"goals: {path}: {reason}: left out", file=sys.stderr)
             left_out += 1
             continue
         print(markdown(summary["scenario"], summary), end="\n\n")

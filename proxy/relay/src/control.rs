@@ -174,7 +174,8 @@ const LAG_SIGNIFICANT: f64 = 0.45;
 /// measured over the lags is what noise of any shape makes; 5 of them, as the Gaussian rule.
 const LAG_STANDS_OUT: f64 = 5.0;
 /// A report stepped more than this many periods after the row's last one waited for the proxy: its process did not
-/// run (on 2 cores beside srsenb, srsue and the bridge it is starved for 60-100 ms about once a run), the reports
+/// run (on 2 cores beside srsenb, srsue and the bridge it stood still for 60-160 ms about once a run, in a full
+/// garbage collection, since avoided: proxy.py freezes its heap; a stall of the process may still come), the reports
 /// queued up and were then stepped in a burst, their quotas released at once. Steps then no longer map to time,
 /// and the burst's quotas meet the arrivals at the lag of the backlog: after a 77 ms stall on srsRAN over ZeroMQ
 /// (2026-11-27, `rnf`, loop 1 step) a lag of 7 was learnt; the RAN clock counted 6 quotas on their way, the window
