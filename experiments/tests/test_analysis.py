@@ -47,7 +47,7 @@ def _results_folder(root: Path, run_json: dict) -> Path:
     cell = "capacity_bytes=7500i,delivered_bytes=7500i,sched_new_bytes=7500i,sched_retx_bytes=0i,queue_new_bytes=0i,"
     cell += "queue_retx_bytes=0i,dropped_sdus=0i"
     (run / "series.lp").write_text(
-        f"cell,ue=1 {cell} 1000\n"
+        f"cell,cell_kind=srsran-zmq,ue=1 {cell} 1000\n"
         "telemetry,ue=1 queue_bytes=0i,queue_limit_bytes=80000i 1000\n"  # the largest counts, not the last
         "telemetry,ue=2 queue_bytes=0i,queue_limit_bytes=0i 1000\n"  # reports no limit: left out
         "telemetry,ue=1 queue_bytes=0i,queue_limit_bytes=60000i 2000\n"
@@ -59,6 +59,7 @@ def test_a_run_folder_gives_the_enbs_queue_limit_per_ue(tmp_path):
     folder = _results_folder(tmp_path, {"arm": "smvs", "repetition": 0, "sweep": None, "controller_config": None})
     _, (run,) = analysis.load_results(folder)
     assert run.queue_limits == {1: 80000}
+    assert run.cell_kind == "srsran-zmq"  # the runner's tag on the cell points
     assert run.description["controller_config"] is None  # the runner's own record stands
 
 
@@ -179,6 +180,7 @@ def test_a_whole_run_folder_is_read_and_summarized_from_its_files(tmp_path):
         "sweep_index": 0,
         "duration_s": 0.04,
         "utilization": ue["utilization"],
+        "cell_utilization": summary["cell_utilization"],  # NaN on a virtual cell: checked below
         "goodput_mbps": 10.0,  # 400000 bit in 40 ms
         "queue_p50_bytes": 15_000,
         "queue_p95_bytes": 28_500,
@@ -219,7 +221,7 @@ def test_a_whole_run_folder_is_read_and_summarized_from_its_files(tmp_path):
         ],
         "netstat": {"server": {"retrans_segments": 3, "rto": 1, "spurious_rto": 0}},
     }
-    assert math.isnan(summary["jain_fairness"])
+    assert math.isnan(summary["jain_fairness"]) and math.isnan(summary["cell_utilization"])
     # without packet records and the cell's summary: no delay and no lateness, rather than made-up ones
     (run / "packets.bin").unlink()
     (run / "cell-summary.json").unlink()

@@ -56,7 +56,16 @@ def _packets(arrival_delivery_ms):
     return np.array(records, dtype=analysis.PACKET_RECORD)
 
 
-def _run(flows, ues=None, controllers=None, packets=None, netstat=None, controller_config=None, queue_limits=None):
+def _run(
+    flows,
+    ues=None,
+    controllers=None,
+    packets=None,
+    netstat=None,
+    controller_config=None,
+    queue_limits=None,
+    cell_kind="virtual",
+):
     return analysis.ArmRun(
         description={"arm": "smvs", "repetition": 0, "sweep": None, "controller_config": controller_config},
         directory=Path("runs/smvs-0"),
@@ -67,6 +76,7 @@ def _run(flows, ues=None, controllers=None, packets=None, netstat=None, controll
         netstat=netstat or {},
         cell_summary={},
         queue_limits=queue_limits or {},
+        cell_kind=cell_kind,
     )
 
 
@@ -247,6 +257,28 @@ def test_ue_metrics_count_the_ues_own_busy_periods_after_the_first():
     assert summary["queue_p95_bytes"] == pytest.approx(140.0)  # (280 + 0) / 2
     assert summary["queue_empty_fraction"] == pytest.approx(0.7)  # (0.4 + 1.0) / 2
     assert summary["rlc_drops_sdus"] == 9  # 6 + 3 + 0
+
+
+def test_on_a_srsran_cell_two_ues_add_up_to_the_share_of_the_cells_ttis_that_carried_new_data():
+    # one eNB scheduler, two backlogged UEs taking turns: each UE's capacity is a full allocation in every TTI at
+    # its own MCS (UE 1: 1000 B a period, UE 2: 600 B), and it got some of the TTIs
+    flows = [_flow("a", 1, 10, 40, 1000, 1000), _flow("b", 2, 20, 50, 1000, 1000)]
+    ues = {
+        # periods ending at:  10   20*  30   40   50   60   (* the first period inside a transfer, skipped)
+        1: _series([10, 20, 30, 40, 50, 60], capacity=[1000] * 6, delivered=[0, 900, 500, 400, 0, 0]),
+        2: _series([10, 20, 30, 40, 50, 60], capacity=[600] * 6, delivered=[0, 0, 300, 240, 600, 0]),
+    }
+    summary = analysis.summarize(_run(flows, ues=ues, cell_kind="srsran-zmq"))
+    # busy: any transfer, (10, 50]; each UE counts the periods ending at 30, 40 and 50 ms
+    # UE 1: (500 + 400 + 0) / 3000 = 0.3; UE 2: (300 + 240 + 600) / 1800 = 0.6333: together 0.9333 of the cell
+    assert summary["cell_utilization"] == pytest.approx(0.3 + 1140 / 1800)
+    # each UE's own utilization is over its own transfer: UE 1 (500 + 400) / 2000, UE 2 (240 + 600) / 1200
+    assert summary["ues"]["1"]["utilization"] == pytest.approx(0.45)
+    assert summary["ues"]["2"]["utilization"] == pytest.approx(0.7)
+    # the virtual cell's UEs each have a trace, a link of their own; one UE's utilization is the cell's
+    assert math.isnan(analysis.summarize(_run(flows, ues=ues))["cell_utilization"])
+    alone = analysis.summarize(_run(flows[:1], ues={1: ues[1]}, cell_kind="srsran"))
+    assert math.isnan(alone["cell_utilization"])
 
 
 def test_the_controllers_own_band_fraction_and_settling_time_from_its_busy_steps():

@@ -100,6 +100,7 @@ class ArmRun:
     netstat: dict[str, dict[str, int]]
     cell_summary: dict[str, Any]
     queue_limits: dict[int, int] = field(default_factory=dict)  # per UE, bytes, as the eNB's telemetry reports it
+    cell_kind: str = "virtual"  # the scenario's cell kind, as the `cell` points are tagged
 
     @property
     def arm(self) -> str:
@@ -163,9 +164,11 @@ def read_points(path: Path, measurement: str) -> list[lineprotocol.Point]:
             raise UserError(f"{path}: not valid line protocol: {error}") from None
 
 
-def load_series(path: Path) -> dict[int, UeSeries]:
+def load_series(path: Path) -> tuple[dict[int, UeSeries], str]:
+    """The `cell` points per UE, and the cell kind they are tagged with ("virtual" when untagged)."""
     try:
-        return _series(read_points(path, "cell"))
+        points = read_points(path, "cell")
+        return _series(points), points[0].tags.get("cell_kind", "virtual") if points else "virtual"
     except KeyError as error:
         raise UserError(f"{path}: a cell point has no {error}") from None
     except ValueError as error:
@@ -255,16 +258,18 @@ def load_arm_run(directory: Path) -> ArmRun:
     packets = packets[(packets["flags"] & PACKET_AQM_DROPPED) == 0]
     netstat_path = directory / "netstat.json"
     cell_summary_path = directory / "cell-summary.json"
+    ues, cell_kind = load_series(directory / "series.lp")
     return ArmRun(
         description=description,
         directory=directory,
-        ues=load_series(directory / "series.lp"),
+        ues=ues,
         controllers=load_controllers(directory / "series.lp"),
         flows=flows,
         packets=packets,
         netstat=read_json(netstat_path) if netstat_path.exists() else {},
         cell_summary=read_json(cell_summary_path) if cell_summary_path.exists() else {},
         queue_limits=load_queue_limits(directory / "series.lp"),
+        cell_kind=cell_kind,
     )
 
 
@@ -406,6 +411,7 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "sweep_index": run.sweep_index,
         "duration_s": (end - start) / 1e9,
         "utilization": mean([u["utilization"] for u in ues]),
+        "cell_utilization": cell_utilization(run),
         "goodput_mbps": sum(t["goodput_mbps"] for t in measured if t["kind"] != "upload"),
         "queue_p50_bytes": mean([u["queue_p50_bytes"] for u in ues]),
         "queue_p95_bytes": mean([u["queue_p95_bytes"] for u in ues]),
@@ -436,6 +442,29 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "transfers": transfers,
         "netstat": run.netstat,
     }
+
+
+SHARED_SCHEDULER_KINDS = ("srsran", "srsran-zmq")
+
+
+def cell_utilization(run: ArmRun) -> float:
+    """With several UEs on one eNB's scheduler (the srsRAN cells), the share of the cell's TTIs that carried new
+    data: the sum over the UEs of each one's delivered bytes over its capacity in the periods when any of the run's
+    transfers was under way (after the first). A UE's capacity is what a full allocation at its MCS carries in every
+    TTI the eNB ran (cells/derive.py), so its utilization is the share of the TTIs it was given, full, with new data;
+    srsenb's schedulers give a backlogged UE the whole cell in a TTI, one UE after another. NaN with one UE (its
+    `utilization` is the cell's) and on the virtual cell, where each UE's trace is a link of its own."""
+    if run.cell_kind not in SHARED_SCHEDULER_KINDS or len(run.ues) < 2:
+        return math.nan
+    shares = []
+    for series in run.ues.values():
+        inside = busy(run.flows, series.time_ns)
+        first = np.flatnonzero(inside)
+        if first.size:
+            inside[first[0]] = False  # partial, as in each UE's own figures
+        shares.append(metrics.utilization(series.delivered_bytes[inside], series.capacity_bytes[inside]))
+    known = [share for share in shares if not math.isnan(share)]
+    return sum(known) if known else math.nan
 
 
 def decision_gap_max_ms(controllers: dict[int, ControllerSeries]) -> float:

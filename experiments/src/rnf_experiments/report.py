@@ -91,6 +91,7 @@ DECISION_GAP_MS = 50.0  # five telemetry periods of 10 ms, the controllers' defa
 # (header, summary key, scale, digits); a column whose values are all NaN is left out
 COLUMNS = (
     ("util. %", "utilization", 100, 1),
+    ("cell util. %", "cell_utilization", 100, 1),
     ("goodput Mbit/s", "goodput_mbps", 1, 2),
     ("queue p50 kB", "queue_p50_bytes", 1e-3, 1),
     ("queue p95 kB", "queue_p95_bytes", 1e-3, 1),
