@@ -453,8 +453,8 @@ def cell_utilization(run: ArmRun) -> float:
     transfers was under way (after the first). A UE's capacity is what a full allocation at its MCS carries in every
     TTI the eNB ran (cells/derive.py), so its utilization is the share of the cell's resource blocks over those TTIs
     that carried its new data, whether it was given whole TTIs or part of each. Good to a few points: a UE's full
-    allocation is learnt from periods in which it was granted every TTI, which with several UEs may have been shared
-    (100.7 % once in four repetitions through the bridge, docs/benchmarks.md). NaN with one UE (its `utilization` is
+    allocation is learnt from periods in which it was granted every TTI, which UEs taking turns seldom are (100.7 %
+    once in four repetitions through the bridge, docs/benchmarks.md). NaN with one UE (its `utilization` is
     the cell's) and on the virtual cell, where each UE's trace is a link of its own."""
     if run.cell_kind not in SHARED_SCHEDULER_KINDS or len(run.ues) < 2:
         return math.nan
