@@ -286,6 +286,16 @@ def busy(flows: list[dict[str, Any]], time_ns: npt.NDArray[np.int64]) -> npt.NDA
     return inside
 
 
+def busy_periods(flows: list[dict[str, Any]], time_ns: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """The periods a UE's figures count: those whose end falls inside a transfer (`busy`), but the first, which is
+    partial."""
+    inside = busy(flows, time_ns)
+    first = np.flatnonzero(inside)
+    if first.size:
+        inside[first[0]] = False
+    return inside
+
+
 def _ue_metrics(
     series: UeSeries,
     flows: list[dict[str, Any]],
@@ -293,11 +303,7 @@ def _ue_metrics(
     reference: Reference,
     queue_limit: float,
 ) -> dict[str, Any]:
-    inside = busy(flows, series.time_ns)
-    # A period counts when its end falls inside a transfer; the first one is partial, so skip it.
-    first = np.flatnonzero(inside)
-    if first.size:
-        inside[first[0]] = False
+    inside = busy_periods(flows, series.time_ns)
     queue = series.queue_bytes[inside]
     period_s = float(np.median(np.diff(series.time_ns))) / 1e9 if series.time_ns.size > 1 else math.nan
     sojourn = metrics.sojourn_ms(queue, series.capacity_bytes[inside], period_s)
@@ -444,9 +450,6 @@ def summarize(run: ArmRun) -> dict[str, Any]:
     }
 
 
-SHARED_SCHEDULER_KINDS = ("srsran", "srsran-zmq")
-
-
 def cell_utilization(run: ArmRun) -> float:
     """With several UEs on one eNB's scheduler (the srsRAN cells), the share of the cell's TTIs that carried new
     data: the sum over the UEs of each one's delivered bytes over its capacity in the periods when any of the run's
@@ -456,14 +459,11 @@ def cell_utilization(run: ArmRun) -> float:
     allocation is learnt from periods in which it was granted every TTI, which UEs taking turns seldom are (100.7 %
     once in four repetitions through the bridge, docs/benchmarks.md). NaN with one UE (its `utilization` is
     the cell's) and on the virtual cell, where each UE's trace is a link of its own."""
-    if run.cell_kind not in SHARED_SCHEDULER_KINDS or len(run.ues) < 2:
+    if run.cell_kind == "virtual" or len(run.ues) < 2:
         return math.nan
     shares = []
     for series in run.ues.values():
-        inside = busy(run.flows, series.time_ns)
-        first = np.flatnonzero(inside)
-        if first.size:
-            inside[first[0]] = False  # partial, as in each UE's own figures
+        inside = busy_periods(run.flows, series.time_ns)
         shares.append(metrics.utilization(series.delivered_bytes[inside], series.capacity_bytes[inside]))
     known = [share for share in shares if not math.isnan(share)]
     return sum(known) if known else math.nan
