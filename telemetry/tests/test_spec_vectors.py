@@ -46,12 +46,14 @@ def test_spec_table_is_read_as_the_document_states_it():
         (2, "length"),
         (4, "cell_id"),
     ]
-    assert sum(f.size for f in LAYOUT.fields) == spec_vectors.FULL_SIZE == 112
-    assert [(f.offset, f.name) for f in LAYOUT.fields if f.offset >= spec_vectors.SIZE_1_0] == [
+    assert sum(f.size for f in LAYOUT.fields) == spec_vectors.FULL_SIZE == 120
+    assert [(f.offset, f.name) for f in LAYOUT.fields if f.offset >= spec_vectors.OLDER_SIZES[0]] == [
         (96, "dl_ce_marked_sdus"),
         (100, "dl_aqm_dropped_sdus"),
         (104, "dl_aqm_dropped_bytes"),
         (108, "ul_ece_marked_acks"),
+        (112, "dl_grant_prbs"),
+        (116, "cell_dl_prbs"),
     ]
     for before, after in zip(LAYOUT.fields, LAYOUT.fields[1:], strict=False):
         assert before.offset + before.size == after.offset
@@ -107,8 +109,9 @@ def test_python_rejects_the_hand_bytes_with_their_kind(name):
 def test_golden_layout_written_for_other_codecs_keeps_bytes_and_values(tmp_path):
     spec_vectors.write_golden(VECTORS, tmp_path)
     assert sorted(p.stem for p in tmp_path.glob("*.bin")) == ENCODED
-    assert sorted(p.stem for p in (tmp_path / "decode").glob("*.bin")) == ["later_minor", "v1_0"]
+    assert sorted(p.stem for p in (tmp_path / "decode").glob("*.bin")) == ["later_minor", "v1_0", "v1_1"]
     assert '"ul_ece_marked_acks": 0' in (tmp_path / "decode" / "v1_0.json").read_text()
+    assert '"cell_dl_prbs": 0' in (tmp_path / "decode" / "v1_1.json").read_text()
     assert sorted(p.stem for p in (tmp_path / "invalid").glob("*.bin")) == INVALID
     assert (tmp_path / "maxima.bin").read_bytes() == VECTORS["maxima"].payload
     assert '"mean_cqi": Infinity' in (tmp_path / "maxima.json").read_text()
@@ -153,6 +156,21 @@ def test_a_1_0_vector_lists_only_the_1_0_fields_and_decodes_with_the_1_1_counter
     assert v1_0.payload[4:] == VECTORS["offsets"].payload[4:96]
     decoded = decode(v1_0.payload)
     assert (decoded.dl_ce_marked_sdus, decoded.ul_ece_marked_acks, decoded.dl_dropped_bytes) == (0, 0, 0x5F5E5D5C)
+
+
+def test_a_1_1_vector_lists_only_the_1_1_fields_and_decodes_with_the_resource_blocks_unknown():
+    v1_1 = VECTORS["v1_1"]
+    assert v1_1.decode_only and len(v1_1.payload) == 112 and "dl_grant_prbs" not in v1_1.values
+    assert v1_1.payload[4:] == VECTORS["offsets"].payload[4:112]
+    decoded = decode(v1_1.payload)
+    assert (decoded.dl_grant_prbs, decoded.cell_dl_prbs, decoded.ul_ece_marked_acks) == (0, 0, 0x6F6E6D6C)
+
+
+def test_a_1_2_vector_without_its_1_2_fields_is_refused(tmp_path):
+    text = (DIRECTORY / "zeros.hex").read_text()
+    (tmp_path / "short.hex").write_text(text.split("00 00 00 00               # dl_grant_prbs")[0])
+    with pytest.raises(spec_vectors.VectorError, match="missing"):
+        spec_vectors.load(tmp_path, SPEC)
 
 
 def test_a_1_1_vector_without_its_1_1_fields_is_refused(tmp_path):

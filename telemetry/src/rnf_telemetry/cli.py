@@ -31,6 +31,7 @@ def format_line(message: TelemetryMessage) -> str:
         + (f" ce={message.dl_ce_marked_sdus}" if message.dl_ce_marked_sdus else "")
         + (f" aqm_drops={message.dl_aqm_dropped_sdus}" if message.dl_aqm_dropped_sdus else "")
         + (f" ece={message.ul_ece_marked_acks}" if message.ul_ece_marked_acks else "")
+        + (f" prbs={message.dl_grant_prbs}/{message.cell_dl_prbs}" if message.cell_dl_prbs else "")
         + (" OUTAGE" if message.outage else "")
     )
 

@@ -1,6 +1,7 @@
-"""The version-1.1 telemetry message and its codec, exactly as telemetry/SPEC.md lays it out.
+"""The version-1.2 telemetry message and its codec, exactly as telemetry/SPEC.md lays it out.
 
-The encoder writes 1.1 (112 bytes); the decoder also reads 1.0 payloads (96 bytes), whose 1.1 counters are 0.
+The encoder writes 1.2 (120 bytes); the decoder also reads 1.0 payloads (96 bytes), whose 1.1 counters are 0, and
+1.1 payloads (112 bytes), whose resource-block fields are 0 (unknown).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from dataclasses import dataclass, field
 from rnf_telemetry.topic import StreamKey, parse_topic
 
 VERSION = 1
-PAYLOAD_SIZE = 112  # version 1.1
+PAYLOAD_SIZE = 120  # version 1.2
 PAYLOAD_SIZE_1_0 = 96  # a 1.0 payload: the fields before the queue discipline's counters
+PAYLOAD_SIZE_1_1 = 112  # a 1.1 payload: the fields before the resource blocks
 MAX_PAYLOAD_SIZE = 0xFFFF  # the most the u16 `length` field can describe
 FLAG_OUTAGE = 0x01
 FLAG_UE_IP_VALID = 0x02
@@ -23,7 +25,9 @@ _KNOWN_FLAGS = FLAG_OUTAGE | FLAG_UE_IP_VALID
 # Offsets and types in SPEC.md's payload table; "<" is little-endian and packed.
 _LAYOUT_1_0 = struct.Struct("<BBHIHBB4sQQIIIIIIIIQQffII")
 _LAYOUT_1_1 = struct.Struct("<IIII")  # appended at offset 96
-assert _LAYOUT_1_0.size == PAYLOAD_SIZE_1_0 and _LAYOUT_1_0.size + _LAYOUT_1_1.size == PAYLOAD_SIZE
+_LAYOUT_1_2 = struct.Struct("<II")  # appended at offset 112
+assert _LAYOUT_1_0.size == PAYLOAD_SIZE_1_0 and _LAYOUT_1_0.size + _LAYOUT_1_1.size == PAYLOAD_SIZE_1_1
+assert PAYLOAD_SIZE_1_1 + _LAYOUT_1_2.size == PAYLOAD_SIZE
 
 
 class DecodeError(ValueError):
@@ -62,6 +66,8 @@ class TelemetryMessage:
     dl_aqm_dropped_sdus: int = 0
     dl_aqm_dropped_bytes: int = 0
     ul_ece_marked_acks: int = 0
+    dl_grant_prbs: int = 0
+    cell_dl_prbs: int = 0
     ue_ip: str | None = None
     outage: bool = False
     version: int = field(default=VERSION, compare=False)
@@ -90,39 +96,43 @@ class TelemetryMessage:
 
 
 def encode(message: TelemetryMessage) -> bytes:
-    """The 112-byte (version 1.1) payload of a message."""
+    """The 120-byte (version 1.2) payload of a message."""
     flags = (FLAG_OUTAGE if message.outage else 0) | (FLAG_UE_IP_VALID if message.ue_ip else 0)
     ip = ipaddress.IPv4Address(message.ue_ip).packed if message.ue_ip else bytes(4)
-    return _LAYOUT_1_0.pack(
-        VERSION,
-        flags,
-        PAYLOAD_SIZE,
-        message.cell_id,
-        message.rnti,
-        message.lcid,
-        0,
-        ip,
-        message.timestamp_ns,
-        message.tti,
-        message.seq,
-        message.period_us,
-        message.dl_queue_new_bytes,
-        message.dl_queue_retx_bytes,
-        message.dl_queue_sdus,
-        message.dl_queue_limit_bytes,
-        message.dl_queue_limit_sdus,
-        message.dl_grant_ttis,
-        message.dl_sched_new_bytes,
-        message.dl_sched_retx_bytes,
-        message.mean_mcs,
-        message.mean_cqi,
-        message.dl_dropped_sdus,
-        message.dl_dropped_bytes,
-    ) + _LAYOUT_1_1.pack(
-        message.dl_ce_marked_sdus,
-        message.dl_aqm_dropped_sdus,
-        message.dl_aqm_dropped_bytes,
-        message.ul_ece_marked_acks,
+    return (
+        _LAYOUT_1_0.pack(
+            VERSION,
+            flags,
+            PAYLOAD_SIZE,
+            message.cell_id,
+            message.rnti,
+            message.lcid,
+            0,
+            ip,
+            message.timestamp_ns,
+            message.tti,
+            message.seq,
+            message.period_us,
+            message.dl_queue_new_bytes,
+            message.dl_queue_retx_bytes,
+            message.dl_queue_sdus,
+            message.dl_queue_limit_bytes,
+            message.dl_queue_limit_sdus,
+            message.dl_grant_ttis,
+            message.dl_sched_new_bytes,
+            message.dl_sched_retx_bytes,
+            message.mean_mcs,
+            message.mean_cqi,
+            message.dl_dropped_sdus,
+            message.dl_dropped_bytes,
+        )
+        + _LAYOUT_1_1.pack(
+            message.dl_ce_marked_sdus,
+            message.dl_aqm_dropped_sdus,
+            message.dl_aqm_dropped_bytes,
+            message.ul_ece_marked_acks,
+        )
+        + _LAYOUT_1_2.pack(message.dl_grant_prbs, message.cell_dl_prbs)
     )
 
 
@@ -144,9 +154,10 @@ def decode(payload: bytes) -> TelemetryMessage:
         raise DecodeError("field", f"length field {length} is below the version-1.0 size {PAYLOAD_SIZE_1_0}")
     if len(payload) < length:
         raise DecodeError("truncated", f"{len(payload)} bytes, the length field says {length}")
-    if PAYLOAD_SIZE_1_0 < length < PAYLOAD_SIZE:
+    if PAYLOAD_SIZE_1_0 < length < PAYLOAD_SIZE_1_1 or PAYLOAD_SIZE_1_1 < length < PAYLOAD_SIZE:
         raise DecodeError(
-            "field", f"length field {length} cuts a version-1.1 field (96 for 1.0, at least {PAYLOAD_SIZE})"
+            "field",
+            f"length field {length} cuts a version-1.1 or 1.2 field (96 for 1.0, 112 for 1.1, at least {PAYLOAD_SIZE})",
         )
     (
         _version,
@@ -176,8 +187,10 @@ def decode(payload: bytes) -> TelemetryMessage:
     ) = _LAYOUT_1_0.unpack_from(payload)
     # A 1.0 publisher has no queue discipline: nothing marked or dropped by one (SPEC.md, "Versioning").
     ce_marked, aqm_sdus, aqm_bytes, ece_acks = (
-        _LAYOUT_1_1.unpack_from(payload, PAYLOAD_SIZE_1_0) if length >= PAYLOAD_SIZE else (0, 0, 0, 0)
+        _LAYOUT_1_1.unpack_from(payload, PAYLOAD_SIZE_1_0) if length >= PAYLOAD_SIZE_1_1 else (0, 0, 0, 0)
     )
+    # Before 1.2 no publisher reported resource blocks: 0 is "unknown" (SPEC.md, `cell_dl_prbs`).
+    grant_prbs, cell_prbs = _LAYOUT_1_2.unpack_from(payload, PAYLOAD_SIZE_1_1) if length >= PAYLOAD_SIZE else (0, 0)
     if flags & ~_KNOWN_FLAGS:
         raise DecodeError("field", f"unknown flag bits 0x{flags & ~_KNOWN_FLAGS:02x}")
     if reserved:
@@ -206,6 +219,8 @@ def decode(payload: bytes) -> TelemetryMessage:
         dl_aqm_dropped_sdus=aqm_sdus,
         dl_aqm_dropped_bytes=aqm_bytes,
         ul_ece_marked_acks=ece_acks,
+        dl_grant_prbs=grant_prbs,
+        cell_dl_prbs=cell_prbs,
         ue_ip=str(ipaddress.IPv4Address(ip)) if flags & FLAG_UE_IP_VALID else None,
         outage=bool(flags & FLAG_OUTAGE),
     )

@@ -71,6 +71,8 @@ def telemetry_fields(message: TelemetryMessage) -> dict[str, int | float | bool 
         "aqm_dropped_sdus": message.dl_aqm_dropped_sdus,
         "aqm_dropped_bytes": message.dl_aqm_dropped_bytes,
         "ece_marked_acks": message.ul_ece_marked_acks,
+        "grant_prbs": message.dl_grant_prbs,
+        "cell_prbs": message.cell_dl_prbs,
         "outage": message.outage,
     }
 
