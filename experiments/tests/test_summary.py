@@ -27,7 +27,7 @@ def _flow(name, ue, start_ms, last_byte_ms, received, requested, kind="bulk", co
     }
 
 
-def _series(time_ms, capacity=None, delivered=None, queue=None, dropped=None):
+def _series(time_ms, capacity=None, delivered=None, queue=None, dropped=None, grant_prbs=None, capacity_prbs=None):
     def column(values):
         return np.asarray(values if values is not None else [0] * len(time_ms), dtype=np.int64)
 
@@ -38,6 +38,8 @@ def _series(time_ms, capacity=None, delivered=None, queue=None, dropped=None):
         sched_bytes=column(delivered),
         queue_bytes=column(queue),
         dropped_sdus=column(dropped),
+        grant_prbs=column(grant_prbs),
+        capacity_prbs=column(capacity_prbs),
     )
 
 
@@ -279,6 +281,34 @@ def test_on_a_srsran_cell_two_ues_add_up_to_the_share_of_the_cells_ttis_that_car
     assert math.isnan(analysis.summarize(_run(flows, ues=ues))["cell_utilization"])
     alone = analysis.summarize(_run(flows[:1], ues={1: ues[1]}, cell_kind="srsran"))
     assert math.isnan(alone["cell_utilization"])
+
+
+def test_from_an_enb_that_reports_resource_blocks_the_cells_share_is_counted_in_them():
+    # A 25-PRB cell that ran 10, 10, 9 and 10 TTIs in the periods ending at 20, 30, 40 and 50 ms: 250, 250, 225
+    # and 250 PRBs. The byte estimates disagree with the grants (UE 1's says 0.3 of the cell): the PRBs decide.
+    flows = [_flow("a", 1, 10, 40, 1000, 1000), _flow("b", 2, 20, 50, 1000, 1000)]
+    cell_prbs = [250, 250, 250, 225, 250, 250]
+    ues = {
+        # periods ending at:  10   20*  30   40   50   60   (* the first period inside a transfer, skipped)
+        1: _series(
+            [10, 20, 30, 40, 50, 60],
+            capacity=[1000] * 6,
+            delivered=[0, 900, 500, 400, 0, 0],
+            grant_prbs=[0, 250, 150, 100, 0, 0],
+            capacity_prbs=cell_prbs,
+        ),
+        2: _series(
+            [10, 20, 30, 40, 50, 60],
+            capacity=[600] * 6,
+            delivered=[0, 0, 300, 240, 600, 0],
+            grant_prbs=[0, 0, 100, 100, 250, 0],
+            capacity_prbs=cell_prbs,
+        ),
+    }
+    summary = analysis.summarize(_run(flows, ues=ues, cell_kind="srsran-zmq"))
+    # busy periods ending at 30, 40 and 50 ms: the cell had 250 + 225 + 250 = 725 PRBs
+    # UE 1: (150 + 100 + 0) / 725; UE 2: (100 + 100 + 250) / 725; together 700 / 725
+    assert summary["cell_utilization"] == pytest.approx(700 / 725)
 
 
 def test_the_controllers_own_band_fraction_and_settling_time_from_its_busy_steps():

@@ -37,6 +37,8 @@ class UeSeries:
     sched_bytes: npt.NDArray[np.int64]
     queue_bytes: npt.NDArray[np.int64]
     dropped_sdus: npt.NDArray[np.int64]
+    grant_prbs: npt.NDArray[np.int64]  # 0 where the cell reports no resource blocks (cells/derive.py)
+    capacity_prbs: npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,8 @@ def _series(points: list[lineprotocol.Point]) -> dict[int, UeSeries]:
         column["sched_bytes"].append(int(f["sched_new_bytes"]) + int(f["sched_retx_bytes"]))
         column["queue_bytes"].append(int(f["queue_new_bytes"]) + int(f["queue_retx_bytes"]))
         column["dropped_sdus"].append(int(f["dropped_sdus"]))
+        column["grant_prbs"].append(int(f.get("grant_prbs", 0)))
+        column["capacity_prbs"].append(int(f.get("capacity_prbs", 0)))
     return {
         ue: UeSeries(**{name: np.asarray(values, dtype=np.int64) for name, values in column.items()})
         for ue, column in sorted(columns.items())
@@ -451,20 +455,26 @@ def summarize(run: ArmRun) -> dict[str, Any]:
 
 
 def cell_utilization(run: ArmRun) -> float:
-    """With several UEs on one eNB's scheduler (the srsRAN cells), the share of the cell's TTIs that carried new
-    data: the sum over the UEs of each one's delivered bytes over its capacity in the periods when any of the run's
-    transfers was under way (after the first). A UE's capacity is what a full allocation at its MCS carries in every
-    TTI the eNB ran (cells/derive.py), so its utilization is the share of the cell's resource blocks over those TTIs
-    that carried its new data, whether it was given whole TTIs or part of each. Good to a few points: a UE's full
-    allocation is learnt from periods in which it was granted every TTI, which UEs taking turns seldom are (100.7 %
-    once in four repetitions through the bridge, docs/benchmarks.md). NaN with one UE (its `utilization` is
-    the cell's) and on the virtual cell, where each UE's trace is a link of its own."""
+    """With several UEs on one eNB's scheduler (the srsRAN cells), the share of the cell's resource blocks that
+    carried the UEs' data in the periods when any of the run's transfers was under way (after the first): the sum
+    over the UEs of each one's share.
+
+    From an eNB that reports resource blocks (contract 1.2), a UE's share is the PRBs of its grants over the cell's
+    PRBs in the TTIs the eNB ran: exact, whatever the MCS, and HARQ retransmissions count as used. From one that
+    does not, it is the UE's delivered bytes over its capacity, a full allocation at its MCS in every TTI
+    (cells/derive.py): good to a few points only, since a UE's full allocation is learnt from periods in which it
+    was granted every TTI, which UEs taking turns seldom are (100.7 % once in four repetitions through the bridge,
+    docs/benchmarks.md). NaN with one UE (its `utilization` is the cell's) and on the virtual cell, where each UE's
+    trace is a link of its own."""
     if run.cell_kind == "virtual" or len(run.ues) < 2:
         return math.nan
     shares = []
     for series in run.ues.values():
         inside = busy_periods(run.flows, series.time_ns)
-        shares.append(metrics.utilization(series.delivered_bytes[inside], series.capacity_bytes[inside]))
+        if series.capacity_prbs[inside].sum() > 0:
+            shares.append(metrics.utilization(series.grant_prbs[inside], series.capacity_prbs[inside]))
+        else:
+            shares.append(metrics.utilization(series.delivered_bytes[inside], series.capacity_bytes[inside]))
     known = [share for share in shares if not math.isnan(share)]
     return sum(known) if known else math.nan
 

@@ -16,6 +16,8 @@ def message(
     queue: int = 0,
     tti: int | None = None,
     mcs: float = math.nan,
+    grant_prbs: int = 0,
+    cell_prbs: int = 0,
 ) -> TelemetryMessage:
     return TelemetryMessage(
         cell_id=1,
@@ -30,6 +32,8 @@ def message(
         dl_sched_retx_bytes=retx,
         dl_queue_new_bytes=queue,
         mean_mcs=mcs,
+        dl_grant_prbs=grant_prbs,
+        cell_dl_prbs=cell_prbs,
     )
 
 
@@ -52,10 +56,21 @@ def test_periods_without_grants_keep_the_recent_peak_so_idle_ttis_count_as_unuse
 def test_retransmissions_count_in_the_rate_but_are_not_delivered():
     estimate = CapacityEstimate()
     fields = cell_fields(
-        message(10, 10, 12_000, retx=6_000, queue=500), estimate.update(message(10, 10, 12_000, 6_000))
+        message(10, 10, 12_000, retx=6_000, queue=500), estimate.update(message(10, 10, 12_000, 6_000)), 10
     )
     assert fields["capacity_bytes"] == 18_000 and fields["delivered_bytes"] == 12_000
     assert fields["queue_new_bytes"] == 500
+    assert "grant_prbs" not in fields and "capacity_prbs" not in fields  # a 1.1 eNB, or the virtual cell
+
+
+def test_the_cells_resource_blocks_are_its_prbs_times_the_ttis_the_enb_ran():
+    estimate = CapacityEstimate()
+    estimate.update(message(10, 10, 18_000, tti=10, grant_prbs=250, cell_prbs=25))
+    # the next message, 10 ms later by the clock, counts 9 TTIs: the eNB ran 9 of the 10
+    late = message(20, 9, 15_000, tti=19, grant_prbs=200, cell_prbs=25)
+    fields = cell_fields(late, estimate.update(late), estimate.period_ttis)
+    assert estimate.period_ttis == 9
+    assert (fields["grant_prbs"], fields["capacity_prbs"]) == (200, 225)
 
 
 def test_the_peak_follows_a_lower_rate_after_the_window():

@@ -27,6 +27,11 @@ kept the queue full all along measured 86 % (the scheduled bytes of its backlogg
 So utilization (delivered over capacity while data waited) counts TTIs without a grant and HARQ retransmissions as
 unused. It is the UE's own ceiling: with several UEs sharing the cell, each one's ceiling is the rate it had when
 scheduled, not a share of the cell.
+
+From an eNB that reports resource blocks (contract 1.2: `cell_dl_prbs` is not 0) the point also carries the cell's
+share, which needs no estimate: `grant_prbs`, the PRBs of the UE's grants summed over the period's TTIs, and
+`capacity_prbs`, the cell's PRBs times the TTIs the eNB ran. Summed over the UEs, grant over capacity is the share of
+the cell's resource blocks that carried their data (`analysis.cell_utilization`).
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ class CapacityEstimate:
     _peaks: deque[tuple[int, float]] = field(default_factory=deque)  # (time_ns, bytes per granted TTI), decreasing
     _per_mcs: dict[int, float] = field(default_factory=dict)  # bytes per TTI of a backlogged period, by MCS
     _last: tuple[int, int, int] | None = None  # (seq, tti, queue bytes) of the last message
+    period_ttis: float = 0.0  # the TTIs of the period `update` last took in
 
     def update(self, message: TelemetryMessage) -> int:
         """The period's `capacity_bytes` after taking in its message."""
@@ -63,6 +69,7 @@ class CapacityEstimate:
         last = self._last
         counted = ttis_between(last[0], last[1], message.seq, message.tti) if last is not None else None
         ttis = counted if counted is not None else message.period_us / TTI_US
+        self.period_ttis = ttis
         self._last = (message.seq, message.tti, queue)
         scheduled = message.dl_sched_new_bytes + message.dl_sched_retx_bytes
         if message.dl_grant_ttis:
@@ -85,9 +92,14 @@ class CapacityEstimate:
         return round(self._peaks[0][1] * ttis)
 
 
-def cell_fields(message: TelemetryMessage, capacity_bytes: int) -> dict[str, int]:
-    """The `cell` measurement's fields for one telemetry message (grafana/SCHEMA.md)."""
-    return {
+def cell_fields(message: TelemetryMessage, capacity_bytes: int, ttis: float) -> dict[str, int]:
+    """The `cell` measurement's fields for one telemetry message of a period of `ttis` TTIs (grafana/SCHEMA.md)."""
+    resource_blocks = (
+        {"grant_prbs": message.dl_grant_prbs, "capacity_prbs": round(message.cell_dl_prbs * ttis)}
+        if message.cell_dl_prbs
+        else {}
+    )
+    return resource_blocks | {
         "queue_new_bytes": message.dl_queue_new_bytes,
         "queue_retx_bytes": message.dl_queue_retx_bytes,
         "queue_sdus": message.dl_queue_sdus,

@@ -210,9 +210,10 @@ class SrsranCell:
             self.unmatched_messages += message.lcid == DRB_LCID
             return
         tags = {"cell": str(message.cell_id), "ue": index, "rnti": str(message.rnti)}
-        capacity = estimates.setdefault(int(index), CapacityEstimate()).update(message)
+        estimate = estimates.setdefault(int(index), CapacityEstimate())
+        capacity = estimate.update(message)
         self.recorder.record("telemetry", tags, telemetry_fields(message), message.timestamp_ns)
-        self.recorder.record("cell", tags, cell_fields(message, capacity), message.timestamp_ns)
+        self.recorder.record("cell", tags, cell_fields(message, capacity, estimate.period_ttis), message.timestamp_ns)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
