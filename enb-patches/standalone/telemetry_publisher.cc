@@ -13,8 +13,12 @@
 ///   drop RNTI LCID BYTES                 an SDU dropped at the full RLC queue
 ///   cqi RNTI CQI | rlf RNTI 0|1
 ///   tti TTI                              -> the 64-bit TTI count dl_tti() makes of srsRAN's TTI (0-10239)
-///   grant TTI64 CC RNTI PID TBS MCS LCID one downlink transport block: LCID 3-10 carries that DRB's data (a new
-///                                        transmission), "retx" a HARQ retransmission of process PID
+///   cell NOF_PRB NOF_CARRIERS            the MAC's cells (mac::cell_cfg): carriers of NOF_PRB PRBs each
+///   grant TTI64 CC RNTI PID TBS MCS LCID [RBG_BITMASK]
+///                                        one downlink transport block: LCID 3-10 carries that DRB's data (a new
+///                                        transmission), "retx" a HARQ retransmission of process PID; on the RBGs of
+///                                        RBG_BITMASK (resource allocation type 0, first RBG most significant; none
+///                                        when left out) of a carrier of the cell's NOF_PRB
 ///   stop                                 -> "stopped SENT DROPPED"
 
 #include "srsenb/hdr/stack/telemetry/telemetry_exporter.h"
@@ -42,7 +46,7 @@ bool number(std::istringstream& in, uint64_t& value)
 }
 
 /// Runs one command line; returns the answer.
-std::string run(const std::string& line, ue_table& table, std::unique_ptr<exporter>& exp)
+std::string run(const std::string& line, ue_table& table, std::unique_ptr<exporter>& exp, uint32_t& nof_prb)
 {
   std::istringstream in(line);
   std::string        cmd;
@@ -99,16 +103,21 @@ std::string run(const std::string& line, ue_table& table, std::unique_ptr<export
     table.radio_link_failure(rnti, b != 0);
   } else if (cmd == "tti") {
     return std::to_string(table.dl_tti(static_cast<uint32_t>(a)));
+  } else if (cmd == "cell" and number(in, b)) {
+    nof_prb = static_cast<uint32_t>(a);
+    table.set_cell_dl_prbs(static_cast<uint32_t>(a * b));
   } else if (cmd == "grant") {
-    uint64_t    cc = 0, pid = 0, tbs = 0, mcs = 0;
+    uint64_t    cc = 0, pid = 0, tbs = 0, mcs = 0, rbgs = 0;
     std::string lcid;
     if (not number(in, cc) or not number(in, b) or not number(in, pid) or not number(in, tbs) or
-        not number(in, mcs) or not(in >> lcid)) {
-      return "error: grant TTI64 CC RNTI PID TBS MCS LCID|retx";
+        not number(in, mcs) or not(in >> lcid) or (not in.eof() and not number(in, rbgs))) {
+      return "error: grant TTI64 CC RNTI PID TBS MCS LCID|retx [RBG_BITMASK]";
     }
     srsenb::sched_interface::dl_sched_data_t g = {};
     g.dci.rnti                                 = static_cast<uint16_t>(b);
     g.dci.pid                                  = pid;
+    g.dci.alloc_type                           = SRSRAN_RA_ALLOC_TYPE0;
+    g.dci.type0_alloc.rbg_bitmask              = static_cast<uint32_t>(rbgs);
     g.dci.tb[0].mcs_idx                        = mcs;
     g.tbs[0]                                   = tbs;
     if (lcid != "retx") {
@@ -117,7 +126,7 @@ std::string run(const std::string& line, ue_table& table, std::unique_ptr<export
       g.pdu[0][0].lcid   = std::strtoul(lcid.c_str(), nullptr, 0);
       g.pdu[0][0].nbytes = tbs > 10 ? tbs - 10 : tbs;
     }
-    table.dl_grant(a, cc, g);
+    table.dl_grant(a, cc, nof_prb, g);
   } else {
     return "error: unknown or incomplete command: " + line;
   }
@@ -131,12 +140,13 @@ int main()
   srslog::init();
   std::unique_ptr<ue_table> table(new ue_table());
   std::unique_ptr<exporter> exp;
+  uint32_t                  nof_prb = 0;
   std::string               line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) {
       continue;
     }
-    std::printf("%s\n", run(line, *table, exp).c_str());
+    std::printf("%s\n", run(line, *table, exp, nof_prb).c_str());
     std::fflush(stdout);
   }
   if (exp != nullptr) {

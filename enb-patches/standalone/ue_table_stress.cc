@@ -42,6 +42,7 @@ constexpr uint16_t first_churn_rnti        = 0x2000;
 // value of each queue field has one writer and is known.
 constexpr uint32_t tbs_new        = 1000;
 constexpr uint32_t tbs_retx       = 700;
+constexpr uint32_t nof_prb        = 25; // RBGs of 2 PRBs, the last one of 1
 constexpr uint32_t tti_wrap       = 10240;
 constexpr uint32_t barrier_rounds = 64; // PHY workers stay within 64 * 3 TTIs of each other (srsRAN: a few)
 constexpr uint32_t max_live_churn = 40;
@@ -109,11 +110,24 @@ uint32_t cqi_of(uint64_t round, uint32_t worker)
   return static_cast<uint32_t>((round * 7 + worker) % 16);
 }
 
+/// The last worker + 1 RBGs of the carrier: 2 * worker + 1 PRBs.
+uint32_t rbgs_of(uint32_t worker)
+{
+  return (1u << (worker + 1)) - 1;
+}
+
+uint32_t prbs_of(uint32_t worker)
+{
+  return 2 * worker + 1;
+}
+
 sched_interface::dl_sched_data_t make_grant(uint16_t rnti, uint32_t worker, uint64_t round)
 {
   sched_interface::dl_sched_data_t g = {};
   g.dci.rnti                         = rnti;
   g.dci.pid                          = worker;
+  g.dci.alloc_type                   = SRSRAN_RA_ALLOC_TYPE0;
+  g.dci.type0_alloc.rbg_bitmask      = rbgs_of(worker);
   g.dci.tb[0].mcs_idx                = mcs_of(round, worker);
   if (is_new_tx(round)) {
     g.tbs[0]           = tbs_new;
@@ -145,7 +159,7 @@ void worker(ue_table& table, barrier& sync, uint32_t w, uint64_t rounds)
 
     uint16_t rnti = stable_rnti[r % nof_stable];
     uint32_t lcid = drb_of(w);
-    table.dl_grant(tti, 0, make_grant(rnti, w, r));
+    table.dl_grant(tti, 0, nof_prb, make_grant(rnti, w, r));
     table.dl_sdu_dropped(rnti, drop_lcid, 100 + w);
     table.dl_cqi(rnti, cqi_of(r, w));
     table.dl_buffer_state(rnti, lcid, static_cast<uint32_t>(r), w);
@@ -197,6 +211,7 @@ void check_not_decreasing(const ue_snapshot_t& prev, const ue_snapshot_t& s)
 {
   CHECK(s.generation == prev.generation);
   CHECK(s.grant_ttis >= prev.grant_ttis);
+  CHECK(s.grant_prbs >= prev.grant_prbs);
   CHECK(s.mcs_sum >= prev.mcs_sum);
   CHECK(s.cqi_reports >= prev.cqi_reports);
   CHECK(s.cqi_sum >= prev.cqi_sum);
@@ -215,7 +230,7 @@ void check_not_decreasing(const ue_snapshot_t& prev, const ue_snapshot_t& s)
 void check_churned(uint16_t rnti, const ue_snapshot_t& s)
 {
   CHECK(rnti >= first_churn_rnti);
-  CHECK(s.grant_ttis == 0 and s.mcs_sum == 0 and s.cqi_reports == 0 and s.outage_events == 0);
+  CHECK(s.grant_ttis == 0 and s.grant_prbs == 0 and s.mcs_sum == 0 and s.cqi_reports == 0 and s.outage_events == 0);
   for (const bearer_snapshot_t& b : s.bearers) {
     CHECK(b.sched_new_bytes == 0 and b.sched_retx_bytes == 0 and b.dropped_sdus == 0 and b.queue_sdus == 0);
   }
@@ -273,13 +288,14 @@ ue_snapshot_t snapshot_of(const ue_table& table, uint16_t rnti)
 void check_totals(const ue_table& table, uint64_t rounds, uint64_t rlf_events)
 {
   for (uint32_t k = 0; k < nof_stable; ++k) {
-    uint64_t grants = 0, mcs = 0, cqis = 0, cqi_sum = 0, drops = 0, drop_bytes = 0;
+    uint64_t grants = 0, prbs = 0, mcs = 0, cqis = 0, cqi_sum = 0, drops = 0, drop_bytes = 0;
     uint64_t new_bytes[nof_lcids] = {}, retx_bytes[nof_lcids] = {};
     uint64_t last_round[nof_workers] = {};
     uint32_t harq_drb[nof_workers]   = {};
     for (uint64_t r = k; r < rounds; r += nof_stable) {
       for (uint32_t w = 0; w < nof_workers; ++w) {
         grants++;
+        prbs += prbs_of(w);
         mcs += mcs_of(r, w);
         cqis++;
         cqi_sum += cqi_of(r, w);
@@ -296,6 +312,7 @@ void check_totals(const ue_table& table, uint64_t rounds, uint64_t rlf_events)
     }
     ue_snapshot_t s = snapshot_of(table, stable_rnti[k]);
     CHECK(s.grant_ttis == grants);
+    CHECK(s.grant_prbs == prbs);
     CHECK(s.mcs_sum == mcs);
     CHECK(s.cqi_reports == cqis);
     CHECK(s.cqi_sum == cqi_sum);
@@ -313,9 +330,11 @@ void check_totals(const ue_table& table, uint64_t rounds, uint64_t rlf_events)
     }
     CHECK(new_bytes[3] > 0 and new_bytes[4] > 0 and retx_bytes[3] > 0 and retx_bytes[4] > 0);
     if (k == 0) {
-      std::printf("UE 0x%04x: %llu grants, %llu new + %llu retx bytes on DRB 3, %llu drops, %llu RLF events\n",
+      std::printf("UE 0x%04x: %llu grants of %llu PRBs, %llu new + %llu retx bytes on DRB 3, %llu drops, %llu RLF "
+                  "events\n",
                   stable_rnti[k],
                   (unsigned long long)s.grant_ttis,
+                  (unsigned long long)s.grant_prbs,
                   (unsigned long long)s.bearers[3].sched_new_bytes,
                   (unsigned long long)s.bearers[3].sched_retx_bytes,
                   (unsigned long long)s.bearers[3].dropped_sdus,

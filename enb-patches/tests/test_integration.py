@@ -24,6 +24,7 @@ import json
 import math
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -291,6 +292,18 @@ def test_queue_grows_under_a_download_drains_after_and_scheduled_bytes_match_rec
     )
     assert abs(scheduled / received - 1) <= 0.05
 
+    # Resource blocks (contract 1.2): a grant never holds more than the carrier's 25 PRBs, and a lone UE whose data
+    # waits through a period is given the whole carrier in its TTIs (but those that carry system information).
+    assert all(s.fields["cell_prbs"] == 25 for s in stream)
+    assert all(s.fields["grant_prbs"] <= 25 * s.fields["grant_ttis"] for s in stream)
+    waited = [
+        b.fields["grant_prbs"] / b.fields["grant_ttis"]
+        for a, b in itertools.pairwise(during)
+        if a.fields["queue_bytes"] and b.fields["queue_bytes"] and b.fields["grant_ttis"]
+    ]
+    print(f"PRBs per granted TTI in the {len(waited)} periods data waited through: median {statistics.median(waited)}")
+    assert statistics.median(waited) >= 24
+
 
 def thread_policies(pid: int) -> dict[str, set[int]]:
     """The scheduling policy of each thread of a process, by thread name."""
@@ -489,6 +502,8 @@ class Period:
     period_us: int
     mcs: float
     cqi: float
+    grant_prbs: int
+    cell_prbs: int
 
 
 def _window(periods: list[Period], start_ns: int, end_ns: int) -> dict[str, float]:
@@ -552,7 +567,17 @@ def test_two_ues_through_the_bridge_a_10_db_step_lowers_one_ues_mcs_and_rate_onl
                     for m in burst:
                         if m.lcid == DRB_LCID and m.ue_ip in periods:
                             periods[m.ue_ip].append(
-                                Period(now, m.tti, m.dl_grant_ttis, m.sched_bytes, m.period_us, m.mean_mcs, m.mean_cqi)
+                                Period(
+                                    now,
+                                    m.tti,
+                                    m.dl_grant_ttis,
+                                    m.sched_bytes,
+                                    m.period_us,
+                                    m.mean_mcs,
+                                    m.mean_cqi,
+                                    m.dl_grant_prbs,
+                                    m.cell_dl_prbs,
+                                )
                             )
 
             await collect(settle_s + before_s)
@@ -596,6 +621,18 @@ def test_two_ues_through_the_bridge_a_10_db_step_lowers_one_ues_mcs_and_rate_onl
     assert after[ue_ip(1)]["mbps"] < before[ue_ip(1)]["mbps"]
     assert abs(after[ue_ip(0)]["mcs"] - before[ue_ip(0)]["mcs"]) <= 1
     assert abs(after[ue_ip(0)]["bytes_per_grant"] / before[ue_ip(0)]["bytes_per_grant"] - 1) <= 0.15
+
+    # Resource blocks (contract 1.2): both downlinks backlogged, the two UEs' grants fill the 15-PRB carrier (but the
+    # TTIs' system information) and never hold more, in the eNB's TTIs (a period's grants fall in the TTIs after the
+    # previous period's `tti`, up to its own).
+    ue1 = periods[ue_ip(0)]
+    assert all(p.cell_prbs == 15 for ip in periods for p in periods[ip])
+    first_tti = min(p.tti for p in ue1 if p.received_ns >= step_ns - int(before_s * second))
+    last_tti = max(p.tti for p in ue1 if p.received_ns < step_ns + int(after_s * second))
+    granted = sum(p.grant_prbs for ip in periods for p in periods[ip] if first_tti < p.tti <= last_tti)
+    share = granted / (15 * (last_tti - first_tti))
+    print(f"the two UEs' share of the cell's PRBs over {last_tti - first_tti} TTIs: {share:.4f}")
+    assert 0.9 <= share <= 1.0
 
 
 def _skip_reason(env: dict[str, str], cwd: Path) -> str:

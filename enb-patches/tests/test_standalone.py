@@ -93,7 +93,7 @@ def check_message_test(result: subprocess.CompletedProcess[str], directory: Path
     assert valid and invalid and decode_only
     for name in valid:
         topic = (directory / f"{name}.topic").read_text()
-        assert f"valid vector {name:<22} encodes to {topic} and 112 payload bytes, byte for byte" in lines
+        assert f"valid vector {name:<22} encodes to {topic} and 120 payload bytes, byte for byte" in lines
     for name in decode_only:
         size = (directory / "decode" / f"{name}.bin").stat().st_size
         assert f"decode-only vector {name:<22} of {size} bytes decodes to its fields" in lines
@@ -188,9 +188,11 @@ async def exporter_to_python(harness: Harness) -> None:
         assert 0 < time.time_ns() - message.timestamp_ns < 10 * 10**9
     assert (first[3].dl_queue_limit_sdus, first[3].dl_queue_limit_bytes) == (256, 0)
     assert (first[4].dl_queue_limit_sdus, first[4].dl_queue_limit_bytes) == (0, 300_000)
+    assert first[3].cell_dl_prbs == first[3].dl_grant_prbs == 0  # the MAC's cells are not configured yet
 
     # What srsenb's layers report during three TTIs, the last one across srsRAN's TTI wrap.
     before = len(received)
+    harness("cell 25 2")  # two carriers of 25 PRBs: 13 RBGs of 2 PRBs each, the last of 1
     harness(f"ip {RNTI:#x} 172.16.0.2")
     harness(f"queue {RNTI:#x} 3 45120 1500")
     harness(f"queue {RNTI:#x} 4 700 0")
@@ -200,10 +202,10 @@ async def exporter_to_python(harness: Harness) -> None:
     harness(f"cqi {RNTI:#x} 11")
     harness(f"cqi {RNTI:#x} 12")
     assert [harness("tti 10238"), harness("tti 10239"), harness("tti 0")] == ["10238", "10239", "10240"]
-    harness(f"grant 10238 0 {RNTI:#x} 1 1000 17 3")
-    harness(f"grant 10239 0 {RNTI:#x} 2 2000 18 4")
-    harness(f"grant 10240 0 {RNTI:#x} 1 1000 17 retx")  # HARQ process 1 again: DRB 3's retransmission
-    harness(f"grant 10240 1 {RNTI:#x} 3 500 17 3")  # a second carrier in the same TTI: its bytes, not a TTI
+    harness(f"grant 10238 0 {RNTI:#x} 1 1000 17 3 0x1fff")  # every RBG: 25 PRBs
+    harness(f"grant 10239 0 {RNTI:#x} 2 2000 18 4 0x7f")  # the last 7 RBGs: 13 PRBs
+    harness(f"grant 10240 0 {RNTI:#x} 1 1000 17 retx 0x1fff")  # HARQ process 1 again: DRB 3's retransmission
+    harness(f"grant 10240 1 {RNTI:#x} 3 500 17 3 0x1")  # a second carrier in the same TTI: its bytes and PRBs
 
     def sums() -> dict[str, int]:
         period = received[before:]
@@ -217,6 +219,8 @@ async def exporter_to_python(harness: Harness) -> None:
             "drop_bytes3": sum(m.dl_dropped_bytes for m in drb3),
             "drops4": sum(m.dl_dropped_sdus for m in drb4),
             "grant_ttis": sum(m.dl_grant_ttis for m in drb3),
+            "grant_prbs": sum(m.dl_grant_prbs for m in drb3),
+            "grant_prbs4": sum(m.dl_grant_prbs for m in drb4),
             "mcs_x_ttis": round(sum(m.mean_mcs * m.dl_grant_ttis for m in drb3 if m.dl_grant_ttis)),
         }
 
@@ -229,6 +233,8 @@ async def exporter_to_python(harness: Harness) -> None:
         "drop_bytes3": 2904,
         "drops4": 0,
         "grant_ttis": 3,
+        "grant_prbs": 25 + 13 + 25 + 1,
+        "grant_prbs4": 25 + 13 + 25 + 1,  # a UE's fields are repeated in each of its bearers' messages
         "mcs_x_ttis": 17 + 18 + 17,
     }
     await until(lambda m: m.lcid == 4 and sums() == expected)
@@ -240,6 +246,7 @@ async def exporter_to_python(harness: Harness) -> None:
         assert (message.dl_queue_new_bytes, message.dl_queue_retx_bytes, message.dl_queue_sdus) == queue
         assert message.ue_ip == "172.16.0.2" and message.tti == 10240 and message.mean_cqi == 12.0
         assert message.dl_sched_new_bytes == message.dl_dropped_sdus == 0 and math.isnan(message.mean_mcs)
+        assert message.dl_grant_prbs == 0 and message.cell_dl_prbs == 50
         assert 4_000 <= message.period_us < 1_000_000
 
     harness(f"rlf {RNTI:#x} 1")
