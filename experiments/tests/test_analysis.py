@@ -181,6 +181,7 @@ def test_a_whole_run_folder_is_read_and_summarized_from_its_files(tmp_path):
         "duration_s": 0.04,
         "utilization": ue["utilization"],
         "cell_utilization": summary["cell_utilization"],  # NaN on a virtual cell: checked below
+        "enb_ttis_per_ms": summary["enb_ttis_per_ms"],  # NaN on a virtual cell: checked below
         "goodput_mbps": 10.0,  # 400000 bit in 40 ms
         "queue_p50_bytes": 15_000,
         "queue_p95_bytes": 28_500,
@@ -222,6 +223,7 @@ def test_a_whole_run_folder_is_read_and_summarized_from_its_files(tmp_path):
         "netstat": {"server": {"retrans_segments": 3, "rto": 1, "spurious_rto": 0}},
     }
     assert math.isnan(summary["jain_fairness"]) and math.isnan(summary["cell_utilization"])
+    assert math.isnan(summary["enb_ttis_per_ms"])
     # without packet records and the cell's summary: no delay and no lateness, rather than made-up ones
     (run / "packets.bin").unlink()
     (run / "cell-summary.json").unlink()

@@ -24,6 +24,15 @@ def test_runs_whose_controller_made_no_step_for_more_than_five_periods_are_named
     assert report.stalled_runs(summary) == [("smvs, repetition 1", 157.3)]
 
 
+def test_runs_whose_enb_ran_at_less_than_half_of_real_time_are_named():
+    def run(arm, rate):
+        return {"arm": arm, "sweep_value": None, "repetition": 3, "enb_ttis_per_ms": rate}
+
+    older = {"arm": "old", "sweep_value": None, "repetition": 0}  # a summary from before the key
+    summary = {"runs": [run("bbr", 0.019), run("cubic", 0.5), run("smvs", 0.74), run("virtual", math.nan), older]}
+    assert report.slow_enb_runs(summary) == [("bbr, repetition 3", 0.019)]
+
+
 def test_a_sweep_over_trace_files_names_each_plot_after_its_trace_without_the_path_separators():
     name = report.sweep_plot_name("trace", "/work/traces/TMobile-LTE-short.down")
     assert name == "throughput-delay-trace-work_traces_TMobile-LTE-short.down.png"

@@ -27,7 +27,9 @@ def _flow(name, ue, start_ms, last_byte_ms, received, requested, kind="bulk", co
     }
 
 
-def _series(time_ms, capacity=None, delivered=None, queue=None, dropped=None, grant_prbs=None, capacity_prbs=None):
+def _series(
+    time_ms, capacity=None, delivered=None, queue=None, dropped=None, grant_prbs=None, capacity_prbs=None, ttis=None
+):
     def column(values):
         return np.asarray(values if values is not None else [0] * len(time_ms), dtype=np.int64)
 
@@ -40,6 +42,7 @@ def _series(time_ms, capacity=None, delivered=None, queue=None, dropped=None, gr
         dropped_sdus=column(dropped),
         grant_prbs=column(grant_prbs),
         capacity_prbs=column(capacity_prbs),
+        ttis=column(ttis),
     )
 
 
@@ -307,7 +310,12 @@ def test_from_an_enb_that_reports_resource_blocks_the_cells_share_is_counted_in_
     }
     summary = analysis.summarize(_run(flows, ues=ues, cell_kind="srsran-zmq"))
     # busy periods ending at 30, 40 and 50 ms: the cell had 250 + 225 + 250 = 725 PRBs
-    # UE 1: (150 + 100 + 0) / 725; UE 2: (100 + 100 + 250) / 725; together 700 / 725
+    # UE 1: 150 + 100 + 0 PRBs; UE 2: 100 + 100 + 250; together 700 of 725
+    assert summary["cell_utilization"] == pytest.approx(700 / 725)
+    assert math.isnan(summary["enb_ttis_per_ms"])  # no report counted TTIs
+    # UE 1 leaves the cell after 40 ms: its reports stop, UE 2's still count the cell's 725 PRBs (not UE 1's 475)
+    ues[1] = _series([10, 20, 30, 40], grant_prbs=[0, 250, 150, 100], capacity_prbs=cell_prbs[:4])
+    summary = analysis.summarize(_run(flows, ues=ues, cell_kind="srsran-zmq"))
     assert summary["cell_utilization"] == pytest.approx(700 / 725)
 
 
@@ -468,3 +476,14 @@ def test_two_periods_are_enough_to_know_the_period():
     flows = [_flow("bulk", 1, -5, 10, 1000, 1000)]
     summary = analysis.summarize(_run(flows, ues={1: _series([0, 10], capacity=[10_000] * 2, queue=[0, 5000])}))
     assert summary["sojourn_p50_ms"] == 5.0
+
+
+def test_the_enbs_pace_is_its_ttis_over_the_time_of_the_busy_periods():
+    # busy (10, 50]: the periods ending at 30, 40 and 50 ms count (20 ms, the first, is partial): 30 ms of wall time
+    flows = [_flow("a", 1, 10, 50, 1000, 1000)]
+    ues = {
+        1: _series([10, 20, 30, 40, 50, 60], ttis=[10, 10, 7, 8, 9, 10]),  # 7 + 8 + 9 = 24 TTIs in 30 ms
+        2: _series([10, 20, 30, 40], ttis=[10, 10, 1, 1]),  # its reports stop: UE 1's cover more time
+    }
+    summary = analysis.summarize(_run(flows, ues=ues, cell_kind="srsran-zmq"))
+    assert summary["enb_ttis_per_ms"] == pytest.approx(24 / 30)

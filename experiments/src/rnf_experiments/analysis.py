@@ -39,6 +39,7 @@ class UeSeries:
     dropped_sdus: npt.NDArray[np.int64]
     grant_prbs: npt.NDArray[np.int64]  # 0 where the cell reports no resource blocks (cells/derive.py)
     capacity_prbs: npt.NDArray[np.int64]
+    ttis: npt.NDArray[np.int64]  # the TTIs an eNB ran in the period, by its own count; 0 where not recorded
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,7 @@ def _series(points: list[lineprotocol.Point]) -> dict[int, UeSeries]:
         column["dropped_sdus"].append(int(f["dropped_sdus"]))
         column["grant_prbs"].append(int(f.get("grant_prbs", 0)))
         column["capacity_prbs"].append(int(f.get("capacity_prbs", 0)))
+        column["ttis"].append(int(f.get("ttis", 0)))
     return {
         ue: UeSeries(**{name: np.asarray(values, dtype=np.int64) for name, values in column.items()})
         for ue, column in sorted(columns.items())
@@ -422,6 +424,7 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "duration_s": (end - start) / 1e9,
         "utilization": mean([u["utilization"] for u in ues]),
         "cell_utilization": cell_utilization(run),
+        "enb_ttis_per_ms": enb_ttis_per_ms(run),
         "goodput_mbps": sum(t["goodput_mbps"] for t in measured if t["kind"] != "upload"),
         "queue_p50_bytes": mean([u["queue_p50_bytes"] for u in ues]),
         "queue_p95_bytes": mean([u["queue_p95_bytes"] for u in ues]),
@@ -456,27 +459,43 @@ def summarize(run: ArmRun) -> dict[str, Any]:
 
 def cell_utilization(run: ArmRun) -> float:
     """With several UEs on one eNB's scheduler (the srsRAN cells), the share of the cell's resource blocks that
-    carried the UEs' data in the periods when any of the run's transfers was under way (after the first): the sum
-    over the UEs of each one's share.
+    carried the UEs' data in the periods when any of the run's transfers was under way (after the first).
 
-    From an eNB that reports resource blocks (contract 1.2), a UE's share is the PRBs of its grants over the cell's
-    PRBs in the TTIs the eNB ran: exact, whatever the MCS, and HARQ retransmissions count as used. From one that
-    does not, it is the UE's delivered bytes over its capacity, a full allocation at its MCS in every TTI
-    (cells/derive.py): good to a few points only, since a UE's full allocation is learnt from periods in which it
-    was granted every TTI, which UEs taking turns seldom are (100.7 % once in four repetitions through the bridge,
-    docs/benchmarks.md). NaN with one UE (its `utilization` is the cell's) and on the virtual cell, where each UE's
-    trace is a link of its own."""
+    From an eNB that reports resource blocks (contract 1.2): the PRBs of all the UEs' grants over the cell's PRBs in
+    the TTIs the eNB ran, exact whatever the MCS, HARQ retransmissions counted as used. The cell's PRBs are counted
+    from the UE whose reports cover the most of them: a UE whose reports stop (it left the cell) has no grants after.
+    From one that does not: the sum over the UEs of each one's delivered bytes over its capacity, a full allocation
+    at its MCS in every TTI (cells/derive.py), good to a few points only, since a UE's full allocation is learnt from
+    periods in which it was granted every TTI, which UEs taking turns seldom are (100.7 % once in four repetitions
+    through the bridge, docs/benchmarks.md). NaN with one UE (its `utilization` is the cell's) and on the virtual
+    cell, where each UE's trace is a link of its own."""
     if run.cell_kind == "virtual" or len(run.ues) < 2:
         return math.nan
-    shares = []
-    for series in run.ues.values():
-        inside = busy_periods(run.flows, series.time_ns)
-        if series.capacity_prbs[inside].sum() > 0:
-            shares.append(metrics.utilization(series.grant_prbs[inside], series.capacity_prbs[inside]))
-        else:
-            shares.append(metrics.utilization(series.delivered_bytes[inside], series.capacity_bytes[inside]))
+    busy_ues = [(series, busy_periods(run.flows, series.time_ns)) for series in run.ues.values()]
+    cell_prbs = max(int(series.capacity_prbs[inside].sum()) for series, inside in busy_ues)
+    if cell_prbs > 0:
+        return sum(int(series.grant_prbs[inside].sum()) for series, inside in busy_ues) / cell_prbs
+    shares = [
+        metrics.utilization(series.delivered_bytes[inside], series.capacity_bytes[inside])
+        for series, inside in busy_ues
+    ]
     known = [share for share in shares if not math.isnan(share)]
     return sum(known) if known else math.nan
+
+
+def enb_ttis_per_ms(run: ArmRun) -> float:
+    """The TTIs a srsRAN eNB ran per millisecond of the periods when a transfer was under way (after the first), by
+    its own count: 1 is real time. srsRAN on the ZeroMQ radio runs slower when the machine cannot keep up (0.6-0.9
+    on 2 cores); a stack that nearly stood still (0.02 once in a while, docs/benchmarks.md) gives figures of no
+    channel at all. The UE whose reports cover the most time counts; NaN where no report counts TTIs (the virtual
+    cell keeps real time, or says how late it fell: `tti_late_max_ms`)."""
+    rates = []
+    for series in run.ues.values():
+        inside = busy_periods(run.flows, series.time_ns)[1:]
+        elapsed_ms = float(np.diff(series.time_ns)[inside].sum()) / 1e6
+        if elapsed_ms > 0 and series.ttis[1:][inside].sum() > 0:
+            rates.append((elapsed_ms, float(series.ttis[1:][inside].sum()) / elapsed_ms))
+    return max(rates)[1] if rates else math.nan
 
 
 def decision_gap_max_ms(controllers: dict[int, ControllerSeries]) -> float:

@@ -88,6 +88,7 @@ def _cell(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
 TABLE_WIDTH = 170
 LATE_TTI_MS = 50.0
 DECISION_GAP_MS = 50.0  # five telemetry periods of 10 ms, the controllers' default for stale telemetry
+SLOW_ENB_TTIS_PER_MS = 0.5  # half of real time: TCP's and the proxy's timers then see another channel
 # (header, summary key, scale, digits); a column whose values are all NaN is left out
 COLUMNS = (
     ("util. %", "utilization", 100, 1),
@@ -175,6 +176,16 @@ def stalled_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
     ]
 
 
+def slow_enb_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
+    """Runs in which a srsRAN eNB ran fewer than SLOW_ENB_TTIS_PER_MS TTIs per millisecond (its own count): the stack
+    could not keep up, or nearly stood still; what the arm met was not the configured channel in real time."""
+    return [
+        (f"{analysis.group_key(run)}, repetition {run['repetition']}", rate)
+        for run in summary["runs"]
+        if (rate := run.get("enb_ttis_per_ms", math.nan)) < SLOW_ENB_TTIS_PER_MS
+    ]
+
+
 def lossy_delay_runs(summary: dict[str, Any]) -> list[tuple[str, int, int]]:
     """Runs whose delay measurement lost packets (the virtual cell's packet log, a srsRAN cell's captures): the run,
     the packets lost and the SDUs the delay percentiles cover."""
@@ -200,6 +211,11 @@ def print_table(summaries: dict[str, dict[str, Any]], console: Console) -> None:
             console.print(
                 f"[bold red]warning[/]: {name}, {run}: the controller made no step for {gap_ms:.0f} ms (the proxy's "
                 "process stood still, or its telemetry stopped); nothing was released toward the UE meanwhile"
+            )
+        for run, rate in slow_enb_runs(summary):
+            console.print(
+                f"[bold red]warning[/]: {name}, {run}: the eNB ran {rate:.2f} TTIs per ms (its own count; real time "
+                "is 1): the stack could not keep up; its figures are not comparable, run it again"
             )
         for run, lost, sdus in lossy_delay_runs(summary):
             console.print(

@@ -70,7 +70,7 @@ def test_the_cells_resource_blocks_are_its_prbs_times_the_ttis_the_enb_ran():
     late = message(20, 9, 15_000, tti=19, grant_prbs=200, cell_prbs=25)
     fields = cell_fields(late, estimate.update(late), estimate.period_ttis)
     assert estimate.period_ttis == 9
-    assert (fields["grant_prbs"], fields["capacity_prbs"]) == (200, 225)
+    assert (fields["grant_prbs"], fields["capacity_prbs"], fields["ttis"]) == (200, 225, 9)
 
 
 def test_the_peak_follows_a_lower_rate_after_the_window():

@@ -28,7 +28,8 @@ So utilization (delivered over capacity while data waited) counts TTIs without a
 unused. It is the UE's own ceiling: with several UEs sharing the cell, each one's ceiling is the rate it had when
 scheduled, not a share of the cell.
 
-From an eNB that reports resource blocks (contract 1.2: `cell_dl_prbs` is not 0) the point also carries the cell's
+The point carries the period's `ttis`, the eNB's own count. From an eNB that reports resource blocks (contract 1.2:
+`cell_dl_prbs` is not 0) it also carries the cell's
 share, which needs no estimate: `grant_prbs`, the PRBs of the UE's grants summed over the period's TTIs, and
 `capacity_prbs`, the cell's PRBs times the TTIs the eNB ran. Summed over the UEs, grant over capacity is the share of
 the cell's resource blocks that carried their data (`analysis.cell_utilization`).
@@ -100,6 +101,7 @@ def cell_fields(message: TelemetryMessage, capacity_bytes: int, ttis: float) -> 
         else {}
     )
     return resource_blocks | {
+        "ttis": round(ttis),
         "queue_new_bytes": message.dl_queue_new_bytes,
         "queue_retx_bytes": message.dl_queue_retx_bytes,
         "queue_sdus": message.dl_queue_sdus,
