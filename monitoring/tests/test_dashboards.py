@@ -50,6 +50,7 @@ class Expect:
     columns: tuple[str, ...]
     arms: frozenset[str] = frozenset(ARMS)
     unit_interval: bool = False  # every value a fraction in [0, 1]
+    srsran_only: bool = False  # nothing on the virtual cell of the recorded run (a hand-made series checks it)
 
 
 CONTROLLER_TAGS = ("arm", "controller", "ue")
@@ -64,6 +65,9 @@ EXPECTED = {
     ("cell-and-ue.json", "MCS and CQI", "A"): Expect("telemetry", ("arm", "ue"), ("MCS", "CQI")),
     ("cell-and-ue.json", "RLC drops", "A"): RLC_DROPS,
     ("cell-and-ue.json", "Outage", "A"): Expect("telemetry", ("arm", "ue"), ("periods in outage",)),
+    ("cell-and-ue.json", "Share of the cell's resource blocks", "A"): Expect(
+        "cell", ("arm", "ue"), ("share of the cell",), srsran_only=True
+    ),
     ("proxy.json", "Window / quota", "A"): Expect("controller", CONTROLLER_TAGS, ("w",)),
     ("proxy.json", "Scheduled rate b and its average b_bar", "A"): Expect(
         "controller", CONTROLLER_TAGS, ("b", "b_bar")
@@ -205,6 +209,9 @@ def test_each_panel_query_returns_the_series_it_shows(recorded_run, name, title,
     client, results, start_ns, end_ns = recorded_run
     expect = EXPECTED[(name, title, target["refId"])]
     series = client.query(interpolate(target["query"], results.name, start_ns, end_ns), epoch="ms")[0].get("series", [])
+    if expect.srsran_only:
+        assert series == [], f"{name} / {title}: resource blocks from a virtual cell"
+        return
     assert series, f"{name} / {title}: the query returned nothing"
     for one in series:
         assert one["name"] == expect.measurement
@@ -269,3 +276,33 @@ def test_the_in_band_and_drop_panels_return_exactly_a_hand_made_series(influxdb,
     ]
     for name in ("proxy.json", "cell-and-ue.json"):
         assert panel(name, "RLC drops") == [[start_ms, 2], [start_ms + 100, 2], [start_ms + 200, 7]]
+
+
+def test_the_resource_block_panel_returns_each_ues_share_of_the_cell_from_a_hand_made_series(influxdb, database):
+    # Two UEs of a 25-PRB cell, 10 periods of 10 ms per 100 ms interval, each period 10 TTIs (250 PRBs); in the second
+    # interval the eNB ran 9 TTIs per period (225 PRBs). UE 1 gets 150 PRBs a period, then 100; UE 2 gets 100, then 125.
+    start_ns = 1_700_000_000_000 * 10**6
+    lines = []
+    for step in range(20):
+        capacity = 250 if step < 10 else 225
+        for ue, grants in ((1, 150 if step < 10 else 100), (2, 100 if step < 10 else 125)):
+            lines.append(
+                f"cell,run=prbs,arm=smvs,ue={ue},cell=1,rnti={69 + ue},cell_kind=srsran-zmq "
+                f"grant_prbs={grants}i,capacity_prbs={capacity}i {start_ns + step * 10**7}"
+            )
+    # a virtual cell's points carry no resource blocks: not in the panel
+    lines.append(f"cell,run=prbs,arm=smvs,ue=3,cell=1,cell_kind=virtual delivered_bytes=1i {start_ns}")
+    client = influxdb.client(database)
+    assert client.write(lines).outcome is Outcome.WRITTEN
+    query = interpolate(
+        panel_query("cell-and-ue.json", "Share of the cell's resource blocks"),
+        "prbs",
+        start_ns - 10**9,
+        start_ns + 10**9,
+    )
+    series = {one["tags"]["ue"]: one["values"] for one in client.query(query, epoch="ms")[0]["series"]}
+    start_ms = start_ns // 10**6
+    # UE 1: 1500 / 2500 = 0.6, then 1000 / 2250; UE 2: 1000 / 2500 = 0.4, then 1250 / 2250; together 1 each interval
+    assert series["1"] == [[start_ms, 0.6], [start_ms + 100, pytest.approx(1000 / 2250)]]
+    assert series["2"] == [[start_ms, 0.4], [start_ms + 100, pytest.approx(1250 / 2250)]]
+    assert sorted(series) == ["1", "2"]

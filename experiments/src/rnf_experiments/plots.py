@@ -13,11 +13,23 @@ import numpy as np
 
 from rnf_experiments.analysis import ArmRun
 
+SHARE_PERIODS = 10  # the resource-block panel sums this many telemetry periods: 100 ms at 10 ms, readable at 20 s
+
+
+def rolling_share(granted: np.ndarray, capacity: np.ndarray, periods: int = SHARE_PERIODS) -> np.ndarray:
+    """Granted over capacity summed over the last `periods` periods, at each period (NaN where the capacity is 0)."""
+    granted_sum = np.convolve(granted.astype(np.float64), np.ones(periods))[: granted.size]
+    capacity_sum = np.convolve(capacity.astype(np.float64), np.ones(periods))[: capacity.size]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(capacity_sum > 0, granted_sum / capacity_sum, np.nan)
+
 
 def time_series(run: ArmRun, path: Path) -> None:
-    """Per UE: capacity against delivered rate; the RLC queue against the controller's q0 and SMVS band; and the
-    controller's decision (quota or window), when the run had a controller."""
-    panels = 3 if run.controllers else 2
+    """Per UE: capacity against delivered rate; the RLC queue against the controller's q0 and SMVS band; the
+    controller's decision (quota or window), when the run had a controller; and each UE's share of the cell's
+    resource blocks, when the eNB reported them (contract 1.2)."""
+    with_prbs = any(series.capacity_prbs.sum() > 0 for series in run.ues.values())
+    panels = 2 + bool(run.controllers) + with_prbs
     figure, axes = plt.subplots(panels, 1, figsize=(10, 2.6 * panels + 1), sharex=True)
     rate_axis, queue_axis = axes[0], axes[1]
     t0 = min((s.time_ns[0] for s in run.ues.values() if s.time_ns.size), default=0)
@@ -36,6 +48,18 @@ def time_series(run: ArmRun, path: Path) -> None:
         if not np.isnan(band).all():
             queue_axis.fill_between(seconds, q0 - band, q0 + band, color="grey", alpha=0.25, label=f"UE {ue} band")
         axes[2].plot(seconds, controller.w_bytes / 1e3, lw=0.8, label=f"UE {ue} w")
+    if with_prbs:
+        share_axis = axes[-1]
+        longest = max(run.ues.values(), key=lambda series: series.time_ns.size)
+        cell = np.zeros(longest.time_ns.size)
+        for ue, series in run.ues.items():
+            share = rolling_share(series.grant_prbs, series.capacity_prbs)
+            share_axis.plot((series.time_ns - t0) / 1e9, share * 100, lw=0.8, label=f"UE {ue}")
+            # the UEs' reports come from one exporter tick: on the longest one's times, a UE that left adds nothing
+            cell += np.interp(longest.time_ns, series.time_ns, np.nan_to_num(share), right=0.0)
+        if len(run.ues) > 1:
+            share_axis.plot((longest.time_ns - t0) / 1e9, cell * 100, lw=0.8, color="black", label="cell")
+        share_axis.set_ylabel(f"cell PRBs % ({SHARE_PERIODS} periods)")
     rate_axis.set_ylabel("Mbit/s")
     queue_axis.set_ylabel("queue (kB)")
     if run.controllers:

@@ -193,8 +193,33 @@ def rlc_drops(panel_id: int) -> timeseries.Panel:
     )
 
 
+def resource_blocks(panel_id: int) -> timeseries.Panel:
+    """Each UE's share of the cell's resource blocks (`cell` points of a srsRAN cell whose eNB reports them, contract
+    1.2): its granted PRBs over the cell's PRBs in the TTIs the eNB ran, exact. Every UE of the run, whatever `$ue`:
+    the cell is what they share."""
+    return graph(
+        panel_id,
+        "Share of the cell's resource blocks",
+        "percentunit",
+        "Each UE's granted PRBs (new data and HARQ retransmissions) over the cell's PRBs in the TTIs the eNB ran, per "
+        "interval; the UEs' lines add up to the share of the cell in use. srsRAN cells whose eNB reports resource "
+        "blocks (telemetry contract 1.2) only: empty on the virtual cell, where each UE's trace is a link of its own.",
+    ).with_target(
+        InfluxQL(
+            "A",
+            series_query(
+                'sum("grant_prbs") / sum("capacity_prbs") AS "share of the cell"',
+                "cell",
+                (RUN, ARM, '"capacity_prbs" > 0'),
+                ("arm", "ue"),
+            ),
+        ).alias("ue$tag_ue $tag_arm")
+    )
+
+
 def cell_and_ue() -> dashboard.Dashboard:
-    """Per UE: what the eNB reports (queue, scheduled rate, MCS/CQI, drops, outage) against the controller's q0."""
+    """Per UE: what the eNB reports (queue, scheduled rate, MCS/CQI, drops, outage) against the controller's q0, and
+    the UEs' shares of the cell's resource blocks."""
     queue = (
         graph(
             1,
@@ -288,6 +313,7 @@ def cell_and_ue() -> dashboard.Dashboard:
         .with_panel(mcs)
         .with_panel(rlc_drops(4))
         .with_panel(outage)
+        .with_panel(resource_blocks(6))
     )
 
 
