@@ -30,7 +30,7 @@ enum Init {
     B(bool),
 }
 
-const COMMON: [(&str, Init); 21] = [
+const COMMON: [(&str, Init); 22] = [
     ("min_rtt", Init::F(0.0, 1)),
     ("prev_queue", Init::F(0.0, 1)),
     ("steps", Init::I(0)),
@@ -52,6 +52,7 @@ const COMMON: [(&str, Init); 21] = [
     ("first_release_step", Init::I(-1)),
     ("first_awaited", Init::F(NAN, 1)),
     ("first_loop", Init::I(0)),
+    ("reserve", Init::F(0.0, 1)),
 ];
 
 const SMVS: [(&str, Init); 14] = [
@@ -1419,6 +1420,88 @@ fn the_margin_is_the_98th_percentile_of_the_ring_at_every_step_as_it_fills_and_w
         ring.sort_by(|a, b| b.total_cmp(a));
         let rank = (0.02 * ring.len() as f64).ceil() as usize; // the ceil(0.02 n)-th largest
         assert_eq!(bank.f("margin")[0], ring[rank - 1], "step {step}, {count} errors");
+    }
+}
+
+#[test]
+fn capacity_an_empty_queue_lost_beyond_two_percent_builds_a_reserve_on_top_of_the_default_reference() {
+    let mut params = smvs_params();
+    params.channel_rate = 1;
+    params.target = 0.0;
+    let mut bank = Bank::smvs(1);
+    fill_error_ring(&mut bank, 10);
+    bank.f("prev_queue")[0] = 5000.0;
+    bank.flag("measured")[0] = true;
+    bank.f("per_efficiency")[0] = 1_000_000.0; // bytes/s per bit/RE
+    // the queue ran empty at CQI 7: the channel offered 1.4766 MB/s, 14766 B in the period, of which 10000 B
+    // were served: the reserve grows by half of 4766 B less 2 % of 14766 B, 2235.34 B
+    smvs1(&params, &mut bank, with_cqi(0.0, 10_000.0, 7.0), 0.0);
+    let reserve = 0.5 * (4766.0 - 0.02 * 14_766.0);
+    assert_close!(bank.f("reserve")[0], reserve);
+    // the reference: the margin (errors 0 to 25400 and this period's 14766 against a forecast of 0: the 6th
+    // largest, 24900) and the reserve
+    assert_close!(bank.f("q0")[0], 24_900.0 + reserve);
+    // it began empty: the channel offered 14766 B again, 12000 served; then backlogged, 10000 B served and
+    // nothing lost: it shrinks by half of 2 % of 10000 B
+    smvs1(&params, &mut bank, with_cqi(5000.0, 12_000.0, 7.0), 0.01);
+    let reserve = reserve + 0.5 * (2766.0 - 0.02 * 14_766.0);
+    assert_close!(bank.f("reserve")[0], reserve);
+    smvs1(&params, &mut bank, with_cqi(5000.0, 10_000.0, 7.0), 0.02);
+    let reserve = reserve - 0.5 * 0.02 * 10_000.0;
+    assert_close!(bank.f("reserve")[0], reserve);
+    // 40 more such periods take 4000 B off: nothing is left, and it stays at 0
+    for step in 3..43 {
+        smvs1(&params, &mut bank, with_cqi(5000.0, 10_000.0, 7.0), step as f64 * TS);
+    }
+    assert_eq!(bank.f("reserve")[0], 0.0);
+    // with a limit reported, it stops where the guarded limit leaves room for a reference and its band:
+    // (300000 - 0.04 x 300000 - 3000) / 1.5 = 190000 B, however much is lost
+    for step in 43..143 {
+        let mut starved = with_cqi(0.0, 0.0, 15.0);
+        starved.limit = 300_000.0;
+        smvs1(&params, &mut bank, starved, step as f64 * TS);
+    }
+    assert_close!(bank.f("reserve")[0], 190_000.0);
+}
+
+#[test]
+fn rnf_holds_the_reserve_in_its_default_reference_and_neither_law_builds_one_where_the_loss_is_not_known() {
+    let mut params = rnf_params();
+    params.channel_rate = 1;
+    params.q_ref = NAN;
+    params.target = 0.0;
+    let mut bank = Bank::rnf(1);
+    bank.i("error_count")[0] = 300; // warm: the margin (none yet, 0) or the floors
+    bank.flag("measured")[0] = true;
+    bank.f("per_efficiency")[0] = 1_000_000.0;
+    bank.f("reserve")[0] = 10_000.0;
+    bank.f("prev_queue")[0] = 5000.0;
+    rnf1(&params, &mut bank, with_cqi(5000.0, 10_000.0, 7.0), 0.0);
+    // backlogged, 10000 B: the reserve shrinks by 100 B; q_ref = the floor, max(a period's service at the rate,
+    // 10000 B; 3000 B), and the reserve
+    assert_close!(bank.f("reserve")[0], 9900.0);
+    assert_close!(bank.f("q_ref")[0], 10_000.0 + 9900.0);
+    // without the channel's rate, before the start-up is over, without a rate per unit of efficiency, with no
+    // CQI, in an outage: an empty queue's lost capacity is not known, and nothing moves
+    let starved = with_cqi(0.0, 2000.0, 7.0);
+    let mut down = starved;
+    down.flagged = 1.0;
+    let cases = [
+        (0, true, 1_000_000.0, starved),
+        (1, false, 1_000_000.0, starved),
+        (1, true, NAN, starved),
+        (1, true, 1_000_000.0, with_cqi(0.0, 2000.0, NAN)),
+        (1, true, 1_000_000.0, down),
+    ];
+    for (channel_rate, measured, per_efficiency, report) in cases {
+        let mut params = smvs_params();
+        params.channel_rate = channel_rate;
+        let mut bank = Bank::smvs(1);
+        bank.flag("measured")[0] = measured;
+        bank.f("per_efficiency")[0] = per_efficiency;
+        bank.f("reserve")[0] = 1000.0;
+        smvs1(&params, &mut bank, report, 0.0);
+        assert_eq!(bank.f("reserve")[0], 1000.0);
     }
 }
 

@@ -60,7 +60,7 @@ class RowBank:
     count, when telemetry last arrived, whether the fallback is in force, the last step's recorded
     quantities (`w`, `q`, `b`, `s`, `outage`), the channel's rate per unit of spectral efficiency learnt while
     the queue was backlogged (`per_efficiency`, bytes/s per bit/RE) and the last CQI reported; the forecast margin's
-    rings; whether a period has stayed backlogged (`measured`: the start-up is over); and, as a
+    rings and the reserve its reference holds for what an empty queue lost; whether a period has stayed backlogged (`measured`: the start-up is over); and, as a
     list, the decision in force per row.
     """
 
@@ -83,6 +83,7 @@ class RowBank:
     error_count: np.ndarray
     margin: np.ndarray
     measured: np.ndarray
+    reserve: np.ndarray
 
     def __init__(self, law: str, parameters: ctypes.Structure, capacity: int = 16) -> None:
         self.size = 0
@@ -114,6 +115,7 @@ class RowBank:
             "first_release_step": np.full(capacity, -1, dtype=np.int64),
             "first_awaited": np.full(capacity, np.nan),  # payload bytes
             "first_loop": np.zeros(capacity, dtype=np.int64),
+            "reserve": np.zeros(capacity),  # bytes
         }
 
     def _allocate(self, capacity: int) -> None:
