@@ -60,8 +60,8 @@ class RowBank:
     count, when telemetry last arrived, whether the fallback is in force, the last step's recorded
     quantities (`w`, `q`, `b`, `s`, `outage`), the channel's rate per unit of spectral efficiency learnt while
     the queue was backlogged (`per_efficiency`, bytes/s per bit/RE) and the last CQI reported; the forecast margin's
-    rings and the reserve its reference holds for what an empty queue lost; whether a period has stayed backlogged (`measured`: the start-up is over); and, as a
-    list, the decision in force per row.
+    rings and the reserve its reference holds for what an empty queue lost; whether a period has stayed
+    backlogged (`measured`: the start-up is over); and, as a list, the decision in force per row.
     """
 
     mode: Mode
