@@ -177,9 +177,14 @@ def test_codel_without_ecn_drops_and_the_log_shows_every_drop(cell_data, tmp_pat
     assert run.total("dl_aqm_dropped_sdus") > 0
     assert run.total("dl_ce_marked_sdus") == run.ce_at_ue == run.ect_at_ue == 0
     assert run.ece_at_server == 0
-    # the dropped SDUs are full-size data segments, recorded with their arrival and drop times in order
+    # the dropped SDUs are whole IPv4 packets (a TCP header of 40 bytes at least, the 1500-byte MTU at most),
+    # recorded with their arrival and drop times in order; CoDel drops at the head whatever stands there, so an
+    # iperf3 control message (53 bytes, seen) may be among them, but the download's full-size segments make the
+    # standing queue and most of the drops
     dropped = run.records[(run.records["flags"] & AQM_DROPPED) != 0]
-    assert np.all(dropped["length"] > 1000) and np.all(dropped["delivery_ns"] >= dropped["arrival_ns"])
+    assert np.all((dropped["length"] >= 40) & (dropped["length"] <= 1500))
+    assert np.count_nonzero(dropped["length"] == 1500) > dropped.size / 2
+    assert np.all(dropped["delivery_ns"] >= dropped["arrival_ns"])
 
 
 def test_mark_with_ack_ece_signals_on_the_acks_and_leaves_the_data_alone(cell_data, tmp_path):
