@@ -1465,7 +1465,7 @@ fn capacity_an_empty_queue_lost_beyond_two_percent_builds_a_reserve_on_top_of_th
 }
 
 #[test]
-fn rnf_holds_the_reserve_in_its_default_reference_and_neither_law_builds_one_where_the_loss_is_not_known() {
+fn rnf_holds_the_reserve_in_its_default_reference_and_neither_law_builds_one_where_the_loss_is_not_known_or_not_the_margins() {
     let mut params = rnf_params();
     params.channel_rate = 1;
     params.q_ref = NAN;
@@ -1481,27 +1481,32 @@ fn rnf_holds_the_reserve_in_its_default_reference_and_neither_law_builds_one_whe
     // 10000 B; 3000 B), and the reserve
     assert_close!(bank.f("reserve")[0], 9900.0);
     assert_close!(bank.f("q_ref")[0], 10_000.0 + 9900.0);
-    // without the channel's rate, before the start-up is over, without a rate per unit of efficiency, with no
-    // CQI, in an outage: an empty queue's lost capacity is not known, and nothing moves
+    // without the channel's rate, before the margin has 50 errors (the start-up's, which the reference then is
+    // not the margin's), without a rate per unit of efficiency, with no CQI, in an outage: an empty queue's lost
+    // capacity is not known or not the margin's, and nothing moves; with all of them it does (the control)
     let starved = with_cqi(0.0, 2000.0, 7.0);
     let mut down = starved;
     down.flagged = 1.0;
     let cases = [
-        (0, true, 1_000_000.0, starved),
-        (1, false, 1_000_000.0, starved),
-        (1, true, NAN, starved),
-        (1, true, 1_000_000.0, with_cqi(0.0, 2000.0, NAN)),
-        (1, true, 1_000_000.0, down),
+        (0, 50, 1_000_000.0, starved, false),
+        (1, 49, 1_000_000.0, starved, false),
+        (1, 50, NAN, starved, false),
+        (1, 50, 1_000_000.0, with_cqi(0.0, 2000.0, NAN), false),
+        (1, 50, 1_000_000.0, down, false),
+        (1, 50, 1_000_000.0, starved, true),
     ];
-    for (channel_rate, measured, per_efficiency, report) in cases {
+    for (channel_rate, errors, per_efficiency, report, moves) in cases {
         let mut params = smvs_params();
         params.channel_rate = channel_rate;
         let mut bank = Bank::smvs(1);
-        bank.flag("measured")[0] = measured;
+        bank.flag("measured")[0] = true;
+        bank.i("error_count")[0] = errors;
         bank.f("per_efficiency")[0] = per_efficiency;
         bank.f("reserve")[0] = 1000.0;
         smvs1(&params, &mut bank, report, 0.0);
-        assert_eq!(bank.f("reserve")[0], 1000.0);
+        // the control: 14766 B offered at CQI 7, 2000 B served, the reserve grows by half of the rest less 2 %
+        let expected = if moves { 1000.0 + 0.5 * (12_766.0 - 0.02 * 14_766.0) } else { 1000.0 };
+        assert_close!(bank.f("reserve")[0], expected);
     }
 }
 
