@@ -395,7 +395,7 @@ impl Common<'_> {
         if channel_rate && warm && !known.is_nan() && efficiency > 0.0 {
             // what the queue cost the link, known only where the channel's rate is, and the margin's to cover
             // only once the reference is the margin (warm): before, the start-up's ramp starves the link (a
-            // recorded LTE trace at 40 Mbit/s: 4.2-5.2 % of a 45 s run in its first 0.3 s, every arm alike),
+            // recorded LTE trace at 40 Mbit/s: 4.2-5.2 % of a 30 s run in its first 0.3 s, every arm alike),
             // which no reserve held for the rest of the run would have changed
             let offered = if backlogged { served } else { served.max(known * efficiency) };
             self.loss_reserve(row, (offered - served) * report.period, offered * report.period, report.limit);

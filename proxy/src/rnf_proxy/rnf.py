@@ -19,7 +19,8 @@
   feed-forward; by default the forecast margin: the 98th percentile, over the last 2.56 s, of what one tau served
   beyond the b*tau the window counted on (before 50 such errors are known, tau/2 + Ts of the rate: the period
   the report waits for and the forward half of the RTT; on the RAN clock, tau of it); at least 3000 B; plus a
-  reserve that grows by half of each byte an empty queue cost the link and settles where that is 2 % of it.
+  reserve that grows by half of each byte an empty queue cost the link once the margin is the reference, and
+  settles where that is 2 % of it.
 - Feedback, eq. (2), every `feedback_period_s` with the queue averaged over that period: w += q_ref - q_avg. By
   default every 2 tau, at least 4 telemetry periods (its last correction must have reached the queue); the paper
   says about 1 s. The feed-forward replaces the window, correction included, as in the paper.

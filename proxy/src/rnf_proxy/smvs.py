@@ -32,8 +32,8 @@ Step k lasts Ts, the telemetry period, and begins when the UE's telemetry of per
   b_bar and a fast average of b (weight 1/2 per period), so it follows a rate drop within a few periods; by
   default the forecast margin: the 98th percentile, over the last 2.56 s, of what L periods served beyond the
   L b_bar Ts the law counted on (a loop delay's worth of the rate until 50 such errors are known), plus a reserve
-  that grows by half of each byte an empty queue cost the link and settles where that is 2 % of it. With the
-  default eps the band follows q0 (half of min(q0, B_max - q0)).
+  that grows by half of each byte an empty queue cost the link once they are, and settles where that is 2 % of it.
+  With the default eps the band follows q0 (half of min(q0, B_max - q0)).
 - Overflow guard (`overflow_guard`): w(k) never takes q(k) + the quotas in flight + w(k) past B_max less 4 % and
   3000 B (headers the quotas do not count), as if nothing were served from now on: no self-inflicted RLC drop.
 
