@@ -59,7 +59,7 @@ RLC_DROPS = Expect("telemetry", ("arm", "ue"), ("dropped SDUs",))
 EXPECTED = {
     ("cell-and-ue.json", "RLC queue, q0 and band: UE $ue", "A"): Expect("telemetry", ("arm", "ue"), ("queue",)),
     ("cell-and-ue.json", "RLC queue, q0 and band: UE $ue", "B"): Expect(
-        "controller", CONTROLLER_TAGS, ("q0", "q0 + band", "q0 - band")
+        "controller", CONTROLLER_TAGS, ("q0", "q0 + band", "q0 - band", "reserve")
     ),
     ("cell-and-ue.json", "Scheduled rate", "A"): Expect("telemetry", ("arm", "ue"), ("rate",)),
     ("cell-and-ue.json", "MCS and CQI", "A"): Expect("telemetry", ("arm", "ue"), ("MCS", "CQI")),

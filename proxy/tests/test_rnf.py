@@ -19,8 +19,8 @@ CONFIG = RnfConfig(
 )
 
 
-def report(queue, rate, outage=False, limit=0):
-    return RanSample(queue=queue, served=round(rate * TS), period_s=TS, outage=outage, queue_limit=limit)
+def report(queue, rate, outage=False, limit=0, cqi=float("nan")):
+    return RanSample(queue=queue, served=round(rate * TS), period_s=TS, outage=outage, queue_limit=limit, cqi=cqi)
 
 
 def test_feed_forward_sets_bdp_plus_reference_and_paces_the_start():
@@ -93,6 +93,19 @@ def test_the_default_target_is_the_loop_half_the_rtt_and_one_period():
     # target = 0.04 / 2 + 0.01 = 0.03 s: q_ref = 37500 B; w = 50000 + 37500
     assert rnf.update(report(25_000, 1_250_000), now=0.0).limit == 87_500
 
+
+
+def test_the_recorder_shows_the_reserve_the_default_reference_holds_and_none_for_a_byte_or_delay_reference():
+    # as SMVS's: 60 backlogged periods at 250 kB/s and CQI 7, then an empty queue that served 1000 B of the 2500 B
+    # offered: the default reference's reserve grows by half of the 1500 B lost less 2 % of 2500 B, 725 B
+    rnfs = [Rnf(RnfConfig(ts_s=TS)), Rnf(RnfConfig(q_ref_bytes=50_000, ts_s=TS)), Rnf(RnfConfig(target_ms=50, ts_s=TS))]
+    for rnf in rnfs:
+        for k in range(60):
+            rnf.update(report(20_000, 250_000, cqi=7), now=k * TS)
+        rnf.update(report(0, 100_000, cqi=7), now=60 * TS)
+    default, in_bytes, in_time = (rnf.state().fields() for rnf in rnfs)
+    assert default["reserve_bytes"] == 725
+    assert "reserve_bytes" not in in_bytes and "reserve_bytes" not in in_time
 
 def test_the_rate_is_averaged_over_tau_and_an_empty_queue_cannot_lower_it():
     rnf = Rnf(CONFIG.model_copy(update={"smooth_rate": True}))

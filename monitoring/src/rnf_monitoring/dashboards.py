@@ -225,8 +225,9 @@ def cell_and_ue() -> dashboard.Dashboard:
             1,
             "RLC queue, q0 and band: UE $ue",
             "decbytes",
-            "The UE's RLC downlink queue as the eNB reports it (telemetry), with the controller's reference q0 and "
-            "q0 ± the predicted quasi-sliding band (paper 000 eq. 37) where a controller records them.",
+            "The UE's RLC downlink queue as the eNB reports it (telemetry), with the controller's reference q0, "
+            "q0 ± the predicted quasi-sliding band (paper 000 eq. 37) and the reserve the default reference holds "
+            "for what an empty queue cost the link, where a controller records them.",
         )
         .repeat("ue")
         .repeat_direction("h")
@@ -240,7 +241,7 @@ def cell_and_ue() -> dashboard.Dashboard:
                 "B",
                 series_query(
                     'mean("q0_bytes") AS "q0", mean("q0_bytes") + mean("band_bytes") AS "q0 + band", '
-                    'mean("q0_bytes") - mean("band_bytes") AS "q0 - band"',
+                    'mean("q0_bytes") - mean("band_bytes") AS "q0 - band", mean("reserve_bytes") AS "reserve"',
                     "controller",
                     (RUN, ARM, UE, CONTROLLER),
                     ("arm", "ue", "controller"),

@@ -36,6 +36,7 @@ class ControllerState:
     w: float | None = None  # bytes: window (in flight) or quota (per step)
     q: float | None = None  # bytes: the UE's RLC downlink queue
     q0: float | None = None  # bytes: reference queue (q0 in paper 000, q_ref in paper 001)
+    reserve: float | None = None  # bytes of q0 held for what an empty queue cost the link (default reference)
     b: float | None = None  # bytes/s: served rate of the step
     b_bar: float | None = None  # bytes/s: its moving average (paper 000 eq. 19)
     s: float | None = None  # bytes: predicted sliding variable S(k) (paper 000 eq. 36)
@@ -52,7 +53,7 @@ class ControllerState:
             values["in_band"] = int(self.in_band)
         if self.in_flight_steps is not None:
             values["in_flight_steps"] = self.in_flight_steps
-        for key, name in (("w", "w_bytes"), ("q", "q_bytes"), ("q0", "q0_bytes")):
+        for key, name in (("w", "w_bytes"), ("q", "q_bytes"), ("q0", "q0_bytes"), ("reserve", "reserve_bytes")):
             value = getattr(self, key)
             if value is not None:
                 values[name] = round(value)

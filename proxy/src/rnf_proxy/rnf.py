@@ -183,10 +183,12 @@ class RnfBank(RowBank):
     def state(self, row: int) -> ControllerState:
         rate = float(self.rate[row])
         down = bool(self.outage[row])
+        default_reference = self.config.q_ref_bytes is None and self.config.target_ms is None
         return ControllerState(
             w=float(self.w[row]),
             q=float(self.q[row]),
             q0=float(self.q_ref[row]),
+            reserve=float(self.reserve[row]) if default_reference else None,
             b=0.0 if down else float(self.b[row]),
             b_bar=None if math.isnan(rate) else rate,
             # the RAN clock counts the quotas of all but the last period of its loop on their way to the eNB

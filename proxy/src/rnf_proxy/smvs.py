@@ -317,6 +317,7 @@ class SmvsBank(RowBank):
             w=float(self.w[row]) if resolved else None,
             q=q,
             q0=q0 if resolved else None,
+            reserve=float(self.reserve[row]) if resolved and target_s(self.config) == 0 else None,
             b=float(self.b[row]),
             b_bar=None if math.isnan(b_bar) else b_bar,
             s=None if math.isnan(s) else s,
