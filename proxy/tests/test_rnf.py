@@ -94,7 +94,6 @@ def test_the_default_target_is_the_loop_half_the_rtt_and_one_period():
     assert rnf.update(report(25_000, 1_250_000), now=0.0).limit == 87_500
 
 
-
 def test_the_recorder_shows_the_reserve_the_default_reference_holds_and_none_for_a_byte_or_delay_reference():
     # as SMVS's: 60 backlogged periods at 250 kB/s and CQI 7, then an empty queue that served 1000 B of the 2500 B
     # offered: the default reference's reserve grows by half of the 1500 B lost less 2 % of 2500 B, 725 B
@@ -106,6 +105,7 @@ def test_the_recorder_shows_the_reserve_the_default_reference_holds_and_none_for
     default, in_bytes, in_time = (rnf.state().fields() for rnf in rnfs)
     assert default["reserve_bytes"] == 725
     assert "reserve_bytes" not in in_bytes and "reserve_bytes" not in in_time
+
 
 def test_the_rate_is_averaged_over_tau_and_an_empty_queue_cannot_lower_it():
     rnf = Rnf(CONFIG.model_copy(update={"smooth_rate": True}))

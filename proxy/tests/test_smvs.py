@@ -269,7 +269,6 @@ def test_the_default_reference_is_the_98th_percentile_of_the_forecast_error_over
     assert smvs.state().q0 == pytest.approx(7_500)
 
 
-
 def test_the_recorder_shows_the_reserve_the_default_reference_holds_and_no_reserve_for_a_byte_reference():
     # 60 backlogged periods of 2500 B at CQI 7 (1.4766 bit/RE): the rate per unit of efficiency is learnt, 57
     # forecast errors (> 50) make the margin the reference, and every byte offered kept the reserve at 0. Then
@@ -283,6 +282,7 @@ def test_the_recorder_shows_the_reserve_the_default_reference_holds_and_no_reser
         smvs.update(report(0, 1_000, cqi=7), now=60 * TS)
     assert default.state().fields()["reserve_bytes"] == 725
     assert "reserve_bytes" not in in_bytes.state().fields()
+
 
 def test_at_the_start_a_starved_queue_doubles_the_rate_per_loop_delay():
     # no period backlogged yet, so no rate per unit of CQI efficiency: an empty queue that served all 1000 B

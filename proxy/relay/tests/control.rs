@@ -1465,7 +1465,7 @@ fn capacity_an_empty_queue_lost_beyond_two_percent_builds_a_reserve_on_top_of_th
 }
 
 #[test]
-fn rnf_holds_the_reserve_in_its_default_reference_and_neither_law_builds_one_where_the_loss_is_not_known_or_not_the_margins() {
+fn rnf_holds_the_reserve_and_neither_law_builds_one_where_the_loss_is_unknown_or_not_the_margins() {
     let mut params = rnf_params();
     params.channel_rate = 1;
     params.q_ref = NAN;
