@@ -58,12 +58,16 @@ def lateness_ms(cell: VirtualCell) -> float:
     return float(lateness["max"]) / 1e6
 
 
-def ping_from_the_ue(config: CellConfig, workdir: Path, *options: str, settle_s: float = 0, warm: bool = True) -> str:
+def ping_from_the_ue(
+    config: CellConfig, workdir: Path, *options: str, settle_s: float = 0, warm: bool = True
+) -> tuple[str, float]:
     """Pings the server from UE 1 through a cell of `config` with ping's `options`, `settle_s` after the cell started
     and, when `warm`, after one ping that resolves the server's gateway (ARP over the wired path would add its delay
-    to the first); ping's output."""
+    to the first); ping's output and the datapath's lateness (`lateness_ms`). Every delay on the path is the
+    datapath's, counted in TTIs: a TTI run late, and those run back to back after it, shift a packet's wall-clock
+    times by up to that lateness."""
 
-    async def scenario() -> str:
+    async def scenario() -> tuple[str, VirtualCell]:
         cell = VirtualCell(config, workdir, NullRecorder())
         async with cell:
             await asyncio.sleep(settle_s)
@@ -76,9 +80,10 @@ def ping_from_the_ue(config: CellConfig, workdir: Path, *options: str, settle_s:
             )  # fmt: skip
             out, err = await ping.communicate()
             assert ping.returncode == 0, err.decode()
-            return out.decode()
+        return out.decode(), cell
 
-    return asyncio.run(scenario())
+    output, cell = asyncio.run(scenario())
+    return output, lateness_ms(cell)
 
 
 def test_tcp_download_gets_the_mahimahi_trace_capacity_while_backlogged(cell_data, tmp_path, tun_rx_bytes):
@@ -194,54 +199,67 @@ def test_with_an_uplink_trace_the_ues_packets_leave_in_its_transmissions_within_
     # (5 ms each way) and the 10 ms backhaul bring the reply. Requests three at a time (ping's preload) every 50 ms:
     # each reply comes 20 ms (and up to a TTI) after its request's transmission, on the 20 ms grid, no two requests
     # share one, and every RTT is at least 30 ms (after a first ping has resolved the server's gateway: ARP over the
-    # wired path would add 10 ms)
+    # wired path would add 10 ms). The replies' times are the packet log's (ping's -D stamps when ping prints, and
+    # a loaded host makes that late), up to the datapath's lateness late in wall-clock time
     rows = "".join(f"{k * 0.02:.2f},84\n" for k in range(500))
     (tmp_path / "uplink.csv").write_text(f"time_s,bytes\n{rows}10.0,\n")
     cell_data["ues"][0]["uplink_trace"] = {"file": str(tmp_path / "uplink.csv")}
-    output = ping_from_the_ue(parse_cell(cell_data, "test"), tmp_path, "-D", "-l", "3", "-i", "0.05", "-c", "20")
-    replies = re.findall(r"^\[([\d.]+)\] .* time=([\d.]+) ms", output, re.M)
-    assert len(replies) == 20, output
-    assert min(float(rtt) for _, rtt in replies) >= 30, output
-    transmissions = np.sort([float(at) * 1000 - 20 for at, _ in replies])
+    config = parse_cell(cell_data, "test")
+    output, late = ping_from_the_ue(config, tmp_path, "-l", "3", "-i", "0.05", "-c", "20")
+    rtts = [float(rtt) for rtt in re.findall(r"time=([\d.]+) ms", output)]
+    assert len(rtts) == 20 and min(rtts) >= 30, output
+    packets = np.fromfile(tmp_path / "packets.bin", PACKET_RECORD)
+    assert packets.size == 21, packets.size  # the warm-up's reply first, 10 ms off the grid (its ARP)
+    delivered_ns = np.sort(packets["delivery_ns"].astype(np.int64))[1:]
+    transmissions = (delivered_ns - delivered_ns[0]) / 1e6 - 20
     phase = (transmissions - transmissions[0] + 10) % 20 - 10  # each one's distance from the grid of the first
-    assert np.all((phase > -1.5) & (phase < 1.5)), phase
-    assert np.all(np.diff(transmissions) > 18), np.diff(transmissions)
+    assert np.all((phase > -1.5 - late) & (phase < 1.5 + late)), (late, phase)
+    assert np.all(np.diff(transmissions) > 18 - late), (late, np.diff(transmissions))
 
 
 def test_the_delivery_delay_holds_each_packet_after_the_queue_before_the_ues_tun(cell_data, tmp_path):
     # no backhaul, a 30 ms delivery delay: an echo reply is served in the first TTI after it reaches the cell, then
     # waits 30 ms; with the 10 ms uplink and the wired path (5 ms each way) every RTT is 50 ms and at most a TTI
-    # and the host's scheduling more, and the packet log has each reply 30-31 ms from the SGi to the UE's TUN
+    # and the host's scheduling more (ping's own, on a loaded host, more than the cell's: at least half of them
+    # within 4 ms), and the packet log has each reply 30-31 ms from the SGi to the UE's TUN, in wall-clock time up
+    # to the datapath's lateness more
     cell_data["ues"][0] |= {"backhaul_delay_ms": 0, "delivery_delay_ms": 30}
-    output = ping_from_the_ue(parse_cell(cell_data, "test"), tmp_path, "-i", "0.05", "-c", "10")
+    output, late = ping_from_the_ue(parse_cell(cell_data, "test"), tmp_path, "-i", "0.05", "-c", "10")
     rtts = [float(rtt) for rtt in re.findall(r"time=([\d.]+) ms", output)]
-    assert len(rtts) == 10 and all(50 <= rtt < 54 for rtt in rtts), output
+    assert len(rtts) == 10 and min(rtts) >= 50 and np.median(rtts) < 54, output
     packets = np.fromfile(tmp_path / "packets.bin", PACKET_RECORD)
     waits_ms = (packets["delivery_ns"].astype(np.int64) - packets["arrival_ns"].astype(np.int64)) / 1e6
-    assert packets.size == 11 and np.all((waits_ms >= 30) & (waits_ms < 32)), waits_ms  # the warm-up's reply too
+    assert packets.size == 11, packets.size  # the warm-up's reply too
+    assert np.all((waits_ms >= 30) & (waits_ms < 32 + late)), (late, waits_ms)
 
 
 def test_a_trace_that_starts_at_the_first_packet_lays_its_outage_from_the_ues_first_request(cell_data, tmp_path):
     # an outage 0.5-1.0 s into the trace (the constant trace unrolled to 1 s and looped: again at 1.5-2.0 s), pings
-    # every 50 ms from 1.5 s after the cell started, the first of them the UE's first packet (t = 0). A reply
-    # reaches the queue 30 ms after its request was sent (uplink 10, wired 5 each way, backhaul 10): one that
-    # arrives during an outage waits for its end, so the RTT of a request sent at t is the outage's end - t, and
-    # 30 otherwise (the first's 40: ARP over the wired path), each up to a TTI or so more. With the trace started
-    # with the cell, the first ping would meet an outage.
+    # every 50 ms from 1.5 s after the cell started, the first of them the UE's first packet: the trace's t = 0 is
+    # when the cell read it. Each reply reaches the SGi 20 ms after the cell read its request (uplink 10, wired 5
+    # each way; the first's 30: ARP over the wired path) and the queue 10 ms later (backhaul): one that reaches the
+    # queue during an outage leaves at the outage's end, any other in the next TTI. The times are the packet log's
+    # (ping's own clock is late when a loaded host wakes it late), up to the datapath's lateness late in wall-clock
+    # time. With the trace started with the cell, the first ping would meet an outage.
     cell_data["ues"][0] |= {"trace_start": "first_packet", "outages": [{"start_s": 0.5, "duration_s": 0.5}]}
     config = parse_cell(cell_data, "test")
-    output = ping_from_the_ue(config, tmp_path, "-D", "-i", "0.05", "-c", "30", settle_s=1.5, warm=False)
-    replies = re.findall(r"^\[([\d.]+)\] .* time=([\d.]+) ms", output, re.M)  # -D: when each reply came
-    assert len(replies) == 30, output
-    rtts = np.array([float(rtt) for _, rtt in replies])
-    sent = np.array([float(at) * 1000 for at, _ in replies]) - rtts
-    sent -= sent[0]
-    queued = sent + 30
-    outage_end = np.where((queued % 1000) >= 500, (queued // 1000 + 1) * 1000, np.nan)
-    expected = np.where(np.isnan(outage_end), 30, outage_end - sent)
-    expected[0] += 10
-    assert np.sum(expected > 100) >= 8, expected  # the outage was met
-    assert np.all((rtts >= expected - 1) & (rtts < expected + 3)), list(zip(rtts, expected.round(1), strict=True))
+    output, late = ping_from_the_ue(config, tmp_path, "-i", "0.05", "-c", "30", settle_s=1.5, warm=False)
+    assert "30 received" in output, output
+    packets = np.sort(np.fromfile(tmp_path / "packets.bin", PACKET_RECORD), order="arrival_ns")
+    assert packets.size == 30, packets.size
+    first_read_ns = int(packets["arrival_ns"][0]) - 30_000_000
+    queued = (packets["arrival_ns"].astype(np.int64) - first_read_ns) / 1e6 + 10
+    left = (packets["delivery_ns"].astype(np.int64) - first_read_ns) / 1e6
+    held = (queued // 1000 + 1) * 1000  # an outage's end
+    expected = np.where((queued % 1000) >= 500, held, queued)
+    assert np.sum(expected - queued > 50) >= 8, expected  # the outage was met
+    # a reply within a TTI and the lateness of an outage's edge may fall on either side of it
+    on_an_edge = np.abs((queued + 250) % 500 - 250) < 1 + late
+    within = (left >= expected - late) & (left < expected + 1.5 + late)
+    within |= on_an_edge & (
+        ((left >= held - late) & (left < held + 1.5 + late)) | ((left >= queued - late) & (left < queued + 1.5 + late))
+    )
+    assert np.all(within), (late, [(k, left[k].round(2), expected[k].round(2)) for k in np.flatnonzero(~within)])
 
 
 def test_published_telemetry_matches_what_the_ue_kernel_received(cell_data, tmp_path, tun_rx_bytes):
