@@ -26,10 +26,19 @@
 //! - **A held ACK waits at most `max_hold`** (one round trip by default). Held ACKs do not stop a loss-based
 //!   sender's window from growing: without a congestion signal the window, and the ACKs held with it, would grow
 //!   without bound (the unbounded round trip the paper holds against withholding ACKs, its ref. [18]). An ACK that
-//!   has waited `max_hold` leaves whatever the forecast says; if its flow is ECN-capable (its data carries ECT,
-//!   RFC 3168) the regulator sets ECE on it, at most once per round trip, and the sender reduces its window
-//!   without a loss; otherwise the data it clocks out may overflow the queue: gently, at the pace the ACKs leave,
-//!   the single loss the paper's model prefers to the bursts of losses compressed ACKs cause.
+//!   has waited `max_hold` leaves whatever the forecast says of the headroom; if its flow is ECN-capable (its data
+//!   carries ECT, RFC 3168) the regulator sets ECE on it, at most once per round trip, and the sender reduces its
+//!   window without a loss; otherwise the data it clocks out may overflow the queue: gently, at the pace the ACKs
+//!   leave, the single loss the paper's model prefers to the bursts of losses compressed ACKs cause.
+//! - **An ECN-capable flow's forced ACK still fits under the limit.** After a fall of the rate the ACKs that
+//!   arrive within the next round trips were sent by the UE at the old rate; forced out a round trip later, even
+//!   with ECE they clock out 0.7 of their budget (CUBIC's decrease, RFC 8312, spread by proportional rate
+//!   reduction, RFC 6937), which can be more than the headroom and the queue's service at the new rate take (20 to
+//!   2 Mbit/s into 150 kB: 5-17 packets dropped in 2 of 10 runs). So past `max_hold` such an ACK leaves as soon as
+//!   the queue, what is on its way and its own budget fit under the limit itself: the headroom is spent, never
+//!   overrun. Its ECE cuts the window without a loss; the wait it adds is what the old rate's ACKs clock out over
+//!   the new rate (about 0.1 s for that step, under the 0.2 s of Linux's shortest retransmission timeout). A flow
+//!   without ECN has no signal but the loss, and keeps the paper's rule.
 //! - **Every pure ACK waits its turn, duplicates too.** ACKs leave in the order they came (cumulative ACKs
 //!   reordered would read as duplicates). A duplicate ACK or one with SACK blocks ends the flow's slow start and is
 //!   budgeted one segment (what it lets out in recovery, RFC 6675); passing it ahead would acknowledge, at once,
@@ -294,6 +303,9 @@ impl AckRegulator {
             let forecast = self.queue_bytes + self.in_flight_bytes + budget;
             let forced = self.tti >= head.since_tti + max_hold;
             if forecast > ceiling && !forced {
+                break;
+            }
+            if forecast > self.params.limit_bytes && self.flows.get(&head.flow).is_some_and(|state| state.ecn) {
                 break;
             }
             let mut head = self.held.pop_front().expect("the head was just seen");
@@ -564,6 +576,53 @@ mod tests {
         let flags: Vec<u8> = out.iter().map(|p| segment(p).unwrap().flags).collect();
         assert_eq!(flags, [TCP_ACK | 0x40, TCP_ACK]);
         assert_eq!(r.take_counts(), Counts { held_acks: 2, held_ttis: 20, forced_acks: 2, ece_acks: 1 });
+    }
+
+    #[test]
+    fn an_ecn_flows_forced_ack_waits_until_its_budget_fits_under_the_limit() {
+        // Limit 100 kB, headroom 10 kB, round trip 10 TTIs. The flow's data carries ECT. With 95 kB queued an ACK
+        // of 3 kB more (slow start: budget 6 kB) would not fit under the ceiling (90 kB) nor the limit: held past its
+        // round trip while 95 + 6 > 100, it leaves (with ECE) in the TTI the queue is 94 kB, 94 + 6 = 100.
+        let mut r = regulator(100_000, 10_000);
+        let mut out = Vec::new();
+        r.end_tti(0, 0, &mut out);
+        r.offer(ack(0, 1), &mut out);
+        let mut ect = data(1, 0);
+        ect[1] = 0b10; // ECT(0)
+        r.arrived(&ect);
+        r.end_tti(1, 95_000, &mut out);
+        out.clear();
+        r.offer(ack(3000, 2), &mut out); // held from TTI 2
+        for tti in 2..20 {
+            r.end_tti(tti, 95_000, &mut out);
+        }
+        assert!(out.is_empty(), "released past the limit");
+        r.end_tti(20, 94_001, &mut out);
+        assert!(out.is_empty(), "released past the limit by a byte");
+        r.end_tti(21, 94_000, &mut out);
+        let flags: Vec<u8> = out.iter().map(|p| segment(p).unwrap().flags).collect();
+        assert_eq!(flags, [TCP_ACK | 0x40]);
+        assert_eq!(r.take_counts(), Counts { held_acks: 1, held_ttis: 20, forced_acks: 1, ece_acks: 1 });
+    }
+
+    #[test]
+    fn without_ecn_a_forced_ack_leaves_after_its_round_trip_whatever_the_limit() {
+        // The same ACK of a flow without ECN: forced at TTI 12 = 2 + 10 although 95 + 6 > 100.
+        let mut r = regulator(100_000, 10_000);
+        let mut out = Vec::new();
+        r.end_tti(0, 0, &mut out);
+        r.offer(ack(0, 1), &mut out);
+        r.arrived(&data(1, 0));
+        r.end_tti(1, 95_000, &mut out);
+        out.clear();
+        r.offer(ack(3000, 2), &mut out);
+        for tti in 2..11 {
+            r.end_tti(tti, 95_000, &mut out);
+        }
+        assert!(out.is_empty());
+        r.end_tti(11, 95_000, &mut out);
+        assert_eq!(acks_of(&out), [3000]);
+        assert_eq!(r.take_counts(), Counts { held_acks: 1, held_ttis: 10, forced_acks: 1, ece_acks: 0 });
     }
 
     #[test]

@@ -164,7 +164,8 @@ DISCIPLINE_TAGS = ("tail_drop", "codel", "mark")
 class AckRegulator(Strict):
     """Paper 003's ACK Regulator at the base station (datapath/src/ackreg.rs): holds the UE's uplink TCP ACKs while
     the data they would clock out, forecast one measured round trip ahead, would overflow the RLC queue less
-    `headroom_bytes` (default a tenth of `queue_limit_bytes`); an ACK waits at most `max_hold_rtts` round trips."""
+    `headroom_bytes` (default a tenth of `queue_limit_bytes`); an ACK waits at most `max_hold_rtts` round trips, or,
+    if its flow is ECN-capable, until what it clocks out fits under the limit itself."""
 
     headroom_bytes: int | None = Field(default=None, ge=0)
     max_hold_rtts: float = Field(default=1.0, gt=0, le=100, allow_inf_nan=False)
