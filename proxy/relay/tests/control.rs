@@ -657,12 +657,13 @@ fn libc_einval() -> i32 {
 
 // ---- SMVS's loop-delay estimator ----
 
-/// A row that has taken `steps` steps, with the quotas of `history` (by age: w(k-1), w(k-2), ...) and the
-/// covariances and moments (the means of the changes of w and of the arrivals, the last arrivals, the changes'
-/// variances) given; no q0, so the law itself decides nothing.
+/// A row that has taken `steps` steps, releasing from its first, with the quotas of `history` (by age: w(k-1),
+/// w(k-2), ...) and the covariances and moments (the means of the changes of w and of the arrivals, the last
+/// arrivals, the changes' variances) given; no q0, so the law itself decides nothing.
 fn estimator(steps: i64, history: &[f64], lag_cov: &[f64], means: [f64; MOMENTS]) -> Bank {
     let mut bank = Bank::smvs(1);
     bank.i("steps")[0] = steps;
+    bank.i("first_release_step")[0] = 0;
     let k = steps + 1;
     for (age, &w) in history.iter().enumerate() {
         bank.f("quotas")[(k - 1 - age as i64).rem_euclid(QUOTA_HISTORY as i64) as usize] = w;
@@ -700,15 +701,21 @@ fn the_loop_delay_is_the_lag_at_which_the_changes_of_quotas_and_arrivals_covary_
 }
 
 #[test]
-fn a_loop_delay_is_learnt_only_past_the_warm_up() {
+fn a_loop_delay_is_learnt_only_past_the_warm_up_counted_from_the_first_release() {
     let params = smvs_params();
     let mut cov = vec![0.0; LAGS];
     cov[2] = 100.0; // lag 3 stands out
-    for (steps, learnt) in [(99, 0), (100, 3)] {
+    // (steps taken, the step of the first release, -1 for none, the loop learnt): the step is steps + 1, and 100
+    // steps must have passed since the first release; the steps a UE reported idle before it count for nothing.
+    // With no release known (reports that do not say what was released) they count from the first report.
+    for (steps, first_release, learnt) in
+        [(99, 0, 0), (100, 0, 3), (179, 80, 0), (180, 80, 3), (99, -1, 0), (100, -1, 3)]
+    {
         let mut bank = estimator(steps, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]);
+        bank.i("first_release_step")[0] = first_release;
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         assert_close!(bank.f("lag_cov")[2], 99.0); // 0.99 x 100, no new covariance (no change anywhere)
-        assert_eq!(bank.i("loop_steps")[0], learnt, "step {}", steps + 1);
+        assert_eq!(bank.i("loop_steps")[0], learnt, "step {} after a first release at {first_release}", steps + 1);
     }
 }
 
