@@ -185,14 +185,15 @@ const LAG_STANDS_OUT: f64 = 5.0;
 /// its lags. The virtual cell's reports are stepped 8-14 ms apart, with a gap of more than 20 ms in none or one of
 /// 3100 steps per run.
 const STALL_PERIODS: f64 = 2.0;
-/// Steps of data before the estimator is trusted, counted from the row's first release: its memory's time
-/// constant, so that no single event of the start-up carries it. Counted from the row's first report, the steps a
-/// UE reported before its first flow used it up: in issue 16's constant-rate test the download starts about 80
-/// steps after the cell, lag 39 came out 80 steps into it where the loop is 2, and the prediction, counting 39
-/// quotas on their way, released nothing for 0.6 s (in band 92 % against 99-100 %). With 20 steps, on a calibrated srsRAN cell whose loop is 1-2 steps, the start-up made a
-/// lag of 15-20 steps stand out in each of 6 repetitions, for up to 0.4 s; counting that many quotas in flight,
-/// the overflow guard released nothing for up to 0.2 s and the forecast margin once held 240 kB for its horizon.
-/// Until then the loop is the first release's, or before that is seen, the RTT's (`Common::measured_loop`).
+/// Steps of data before the estimator is trusted, counted from the row's first release: its memory's time constant, so
+/// that no single event of the start-up carries it. Counted from the row's first report, the steps a UE reported before
+/// its first flow used it up: in issue 16's constant-rate test the download starts about 80 steps after the cell, lag
+/// 39 came out 80 steps into it where the loop is 2, and the prediction, counting 39 quotas on their way, released
+/// nothing for 0.6 s (in band 92 % against 99-100 %). With 20 steps, on a calibrated srsRAN cell whose loop is 1-2
+/// steps, the start-up made a lag of 15-20 steps stand out in each of 6 repetitions, for up to 0.4 s; counting that
+/// many quotas in flight, the overflow guard released nothing for up to 0.2 s and the forecast margin once held 240 kB
+/// for its horizon. Until then the loop is the first release's, or before that is seen, the RTT's
+/// (`Common::measured_loop`).
 const LAG_WARMUP: i64 = 100;
 /// Weight of a new period in the fast rate estimate that converts a delay target to bytes: a 10x rate drop is
 /// within 2x after 3 periods (0.1 + 0.9 x 0.5^3 = 0.21).

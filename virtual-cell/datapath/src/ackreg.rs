@@ -34,7 +34,7 @@
 //!   arrive within the next round trips were sent by the UE at the old rate; forced out a round trip later, even
 //!   with ECE they clock out 0.7 of their budget (CUBIC's decrease, RFC 8312, spread by proportional rate
 //!   reduction, RFC 6937), which can be more than the headroom and the queue's service at the new rate take (20 to
-//!   2 Mbit/s into 150 kB: 5-17 packets dropped in 2 of 10 runs). So past `max_hold` such an ACK leaves as soon as
+//!   2 Mbit/s into 150 kB: 5-17 packets dropped in 6 of 28 runs). So past `max_hold` such an ACK leaves as soon as
 //!   the queue, what is on its way and its own budget fit under the limit itself: the headroom is spent, never
 //!   overrun. Its ECE cuts the window without a loss; the wait it adds is what the old rate's ACKs clock out over
 //!   the new rate (about 0.1 s for that step, under the 0.2 s of Linux's shortest retransmission timeout). A flow
