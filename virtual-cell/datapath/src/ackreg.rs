@@ -555,19 +555,28 @@ mod tests {
         assert_eq!(acks_of(&out), [1000, 2000, 2000]);
     }
 
-    #[test]
-    fn an_ecn_flows_ack_held_a_round_trip_leaves_with_ece_once_per_round_trip() {
+    /// Limit 100 kB, headroom 10 kB: a flow whose first ACK passed at TTI 0 and whose data (ECT(0) when `ecn`)
+    /// echoes no TSval released, so no RTT sample and a round trip of 10 TTIs; the queue full (95 kB) from TTI 2 on.
+    fn a_flow_before_a_full_queue(ecn: bool) -> (AckRegulator, Vec<Vec<u8>>) {
         let mut r = regulator(100_000, 10_000);
         let mut out = Vec::new();
         r.end_tti(0, 0, &mut out);
         r.offer(ack(0, 1), &mut out);
-        let mut ect = data(1, 0); // echoes no TSval released: no RTT sample, the round trip stays 10 TTIs
-        ect[1] = 0b10; // ECT(0)
-        r.arrived(&ect);
-        r.end_tti(1, 95_000, &mut out); // full from TTI 2 on
+        let mut first = data(1, 0);
+        if ecn {
+            first[1] = 0b10; // ECT(0)
+        }
+        r.arrived(&first);
+        r.end_tti(1, 95_000, &mut out);
+        out.clear();
+        (r, out)
+    }
+
+    #[test]
+    fn an_ecn_flows_ack_held_a_round_trip_leaves_with_ece_once_per_round_trip() {
+        let (mut r, mut out) = a_flow_before_a_full_queue(true);
         r.offer(ack(1000, 2), &mut out);
         r.offer(ack(2000, 2), &mut out);
-        out.clear();
         for tti in 2..11 {
             r.end_tti(tti, 95_000, &mut out);
         }
@@ -583,15 +592,7 @@ mod tests {
         // Limit 100 kB, headroom 10 kB, round trip 10 TTIs. The flow's data carries ECT. With 95 kB queued an ACK
         // of 3 kB more (slow start: budget 6 kB) would not fit under the ceiling (90 kB) nor the limit: held past its
         // round trip while 95 + 6 > 100, it leaves (with ECE) in the TTI the queue is 94 kB, 94 + 6 = 100.
-        let mut r = regulator(100_000, 10_000);
-        let mut out = Vec::new();
-        r.end_tti(0, 0, &mut out);
-        r.offer(ack(0, 1), &mut out);
-        let mut ect = data(1, 0);
-        ect[1] = 0b10; // ECT(0)
-        r.arrived(&ect);
-        r.end_tti(1, 95_000, &mut out);
-        out.clear();
+        let (mut r, mut out) = a_flow_before_a_full_queue(true);
         r.offer(ack(3000, 2), &mut out); // held from TTI 2
         for tti in 2..20 {
             r.end_tti(tti, 95_000, &mut out);
@@ -608,13 +609,7 @@ mod tests {
     #[test]
     fn without_ecn_a_forced_ack_leaves_after_its_round_trip_whatever_the_limit() {
         // The same ACK of a flow without ECN: forced at TTI 12 = 2 + 10 although 95 + 6 > 100.
-        let mut r = regulator(100_000, 10_000);
-        let mut out = Vec::new();
-        r.end_tti(0, 0, &mut out);
-        r.offer(ack(0, 1), &mut out);
-        r.arrived(&data(1, 0));
-        r.end_tti(1, 95_000, &mut out);
-        out.clear();
+        let (mut r, mut out) = a_flow_before_a_full_queue(false);
         r.offer(ack(3000, 2), &mut out);
         for tti in 2..11 {
             r.end_tti(tti, 95_000, &mut out);
