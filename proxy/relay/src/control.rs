@@ -195,6 +195,17 @@ const STALL_PERIODS: f64 = 2.0;
 /// for its horizon. Until then the loop is the first release's, or before that is seen, the RTT's
 /// (`Common::measured_loop`).
 const LAG_WARMUP: i64 = 100;
+/// The longest loop the estimator may learn, in round trips of the path: a quota is released over its step (one
+/// period), crosses the forward path to the eNB (within the smallest RTT, of which it is a part), and is counted
+/// by the report of the period it arrived in (one more); a sender short of congestion window holds what it was
+/// given for up to one more round trip. So the loop is at most 2 + ceil(LOOP_RTTS x min RTT / Ts) steps. At a
+/// constant rate the changes of quotas and arrivals are rare pulses, and one of each meeting by chance
+/// still passed the estimator's statistical tests now and then: lag 22 where the loop is 2 (6 Mbit/s,
+/// backhaul and uplink 20 ms, a smallest RTT of 45 ms and so at most 12 steps), which counted 20 quotas on their
+/// way and left the queue empty for 0.45 s (`rnf`, 95.7 %, issue 16's constant-rate test, 2026-11-28); every
+/// false lag logged before (25, 28 and 39 steps on the virtual cell, 15-20 on srsRAN's start-up) was as far
+/// beyond the path.
+const LOOP_RTTS: f64 = 2.0;
 /// Weight of a new period in the fast rate estimate that converts a delay target to bytes: a 10x rate drop is
 /// within 2x after 3 periods (0.1 + 0.9 x 0.5^3 = 0.21).
 const FAST_ALPHA: f64 = 0.5;
@@ -423,6 +434,13 @@ impl Common<'_> {
         self.reserve[row] = reserve.max(0.0);
     }
 
+    /// The most lags the loop-delay estimator looks at: the longest loop the path allows (LOOP_RTTS), all
+    /// LAGS until an RTT is known.
+    fn plausible_lags(&self, row: usize, ts: f64) -> usize {
+        let min_rtt = self.min_rtt[row];
+        if min_rtt > 0.0 && ts > 0.0 { (2 + (LOOP_RTTS * min_rtt / ts - 1e-9).ceil() as usize).min(LAGS) } else { LAGS }
+    }
+
     /// The loop delay in steps: `learnt` by the estimator once it is trusted (0 until then); until then the
     /// first release's (`time_first_release`); until that has arrived, 1 + d from the RTT.
     fn measured_loop(&self, row: usize, learnt: i64, ts: f64) -> i64 {
@@ -619,6 +637,7 @@ pub fn smvs_step(
         let start_loop = common.measured_loop(row, loop_steps[row], ts);
         let starting = !common.measured[row];
         let late = common.late_steps(row, now, ts);
+        let longest = common.plausible_lags(row, ts);
         let (down, k, b, _) = common.begin(row, report, now, params.channel_rate != 0, start_loop);
         // what reached the queue during the period, against the quotas released before: the loop delay
         let arrived = (report.queue - previous_queue + report.served + report.dropped).max(0.0);
@@ -627,7 +646,7 @@ pub fn smvs_step(
             &mut lag_cov[row * LAGS..(row + 1) * LAGS],
             &mut means[row * MOMENTS..(row + 1) * MOMENTS],
             history,
-            (k, common.first_release_step[row]),
+            (k, common.first_release_step[row], longest),
             arrived,
             late,
         );
@@ -776,13 +795,15 @@ pub fn smvs_step(
 /// (STALL_PERIODS), nor before LAG_WARMUP steps have passed since the row's first release (`first_release`, the
 /// step whose quota first released bytes; negative while none has, or where the reports do not say what was
 /// released: then since the row's first report, when a row that released nothing has nothing to learn from).
+/// The peak is looked for among the `longest` first lags, those the path allows (`Common::plausible_lags`); the
+/// rivals and the spread among all LAGS.
 /// `history` holds w(k - 1) and before; `k` is this step; `means` holds the running means of the changes, the
 /// last period's arrivals, the running variances of the changes and the last step of a pause (MOMENTS wide).
 fn learn_loop(
     cov: &mut [f64],
     means: &mut [f64],
     history: &[f64],
-    (k, first_release): (i64, i64),
+    (k, first_release, longest): (i64, i64, usize),
     arrived: f64,
     late: i64,
 ) -> Option<i64> {
@@ -808,7 +829,7 @@ fn learn_loop(
     if k - first_release.max(0) <= LAG_WARMUP {
         return None;
     }
-    let (best, &peak) = cov.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+    let (best, &peak) = cov[..longest.clamp(1, LAGS)].iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
     // the lags two or more away from the peak: the largest (a rival) and their spread
     let (rival, sum, square, count) = cov
         .iter()
@@ -885,7 +906,7 @@ pub fn rnf_step(
                 &mut lag_cov[row * LAGS..(row + 1) * LAGS],
                 &mut means[row * MOMENTS..(row + 1) * MOMENTS],
                 history,
-                (k_next, common.first_release_step[row]),
+                (k_next, common.first_release_step[row], common.plausible_lags(row, report.period)),
                 arrived,
                 common.late_steps(row, now, report.period),
             ) {

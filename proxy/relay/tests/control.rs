@@ -786,6 +786,38 @@ fn one_pulse_meeting_one_pulse_is_not_a_loop_however_large_its_correlation() {
 }
 
 #[test]
+fn a_loop_longer_than_the_path_allows_is_not_learnt() {
+    let params = smvs_params();
+    // one lag stands out at a correlation of 1, the others 0; `min_rtt` in seconds, 0 for none measured
+    let learnt = |at: usize, min_rtt: f64| {
+        let mut cov = vec![0.0; LAGS];
+        cov[at - 1] = 100.0;
+        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]);
+        bank.f("min_rtt")[0] = min_rtt;
+        bank.i("loop_steps")[0] = 7;
+        smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
+        bank.i("loop_steps")[0]
+    };
+    // a smallest RTT of 45 ms at 10 ms periods: released over a step, then up to a round trip in the sender and
+    // one more to the eNB (90 ms, 9 periods), and counted by the report of the period it arrived in, a step
+    // later: 1 + 9 + 1 = 11 steps at most
+    assert_eq!(learnt(11, 0.045), 11);
+    assert_eq!(learnt(12, 0.045), 7);
+    assert_eq!(learnt(22, 0.045), 7); // the constant-rate test's coincidence
+    assert_eq!(learnt(22, 0.0), 22); // no RTT yet: every lag may be the loop
+    assert_eq!(learnt(40, 0.5), 40); // a long path: all LAGS
+    // a lag beyond the path still counts as a rival: the path's peak at lag 2 is not unique beside it
+    let mut cov = vec![0.0; LAGS];
+    cov[1] = 100.0;
+    cov[21] = 90.0;
+    let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]);
+    bank.f("min_rtt")[0] = 0.045;
+    bank.i("loop_steps")[0] = 7;
+    smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
+    assert_eq!(bank.i("loop_steps")[0], 7);
+}
+
+#[test]
 fn a_lag_that_stands_out_is_learnt_only_if_it_explains_more_than_noise_would() {
     let params = smvs_params();
     // variances of 100 B^2 for both changes; every step decays the covariances and the variances alike, so the
