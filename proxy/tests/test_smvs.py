@@ -182,10 +182,11 @@ def test_the_loop_delay_is_measured_and_the_limit_cycle_of_the_rtt_rule_is_gone(
 @pytest.mark.parametrize("loop", [2, 3, 4, 6])
 def test_the_loop_delay_is_learnt_from_smooth_quotas(loop):
     # without chatter the quota follows the rate smoothly; its changes, the rate's noise (+-30 % per period
-    # here), still carry the loop delay. The RTT says 11 ms (a first guess of 2 steps); the plant's loop is `loop`
+    # here), still carry the loop delay. The RTT says 20 ms: a first guess of 1 + ceil(10 ms / Ts) = 2 steps, and
+    # a loop of up to 2 + ceil(2 x 20 ms / Ts) = 6 steps that the path allows; the plant's loop is `loop`
     rng = random.Random(loop)
     rates = [750_000 * (0.7 + 0.6 * rng.random()) for _ in range(1_500)]
-    result = run_plant(SmvsConfig(q0_bytes=50_000), loop=loop, rate=lambda k: rates[k], steps=1_500, min_rtt=0.011)
+    result = run_plant(SmvsConfig(q0_bytes=50_000), loop=loop, rate=lambda k: rates[k], steps=1_500, min_rtt=0.02)
     assert result.d == loop - 1
     assert result.in_band == 1.0 and result.drops == 0
 
