@@ -38,6 +38,7 @@ import numpy as np
 import pytest
 from rnf_bridge import client as bridge_client
 from rnf_experiments.cells import stack as srs_stack
+from rnf_experiments.cells.capture import read_pcap
 from rnf_experiments.cells.owd import PACKET_RECORD
 from rnf_experiments.cells.spec import SrsranZmqCellSpec, ZmqUeSpec
 from rnf_experiments.cells.srsran import SrsranCell
@@ -58,6 +59,7 @@ RNF = Path(sys.executable).parent / "rnf"
 REPO = Path(__file__).resolve().parents[2]
 TELEMETRY_ENDPOINT = "tcp://127.0.0.1:5555"
 UE_IP = ue_ip(0)
+TCP, TCP_FLAGS, TCP_RST = 6, 13, 0x04  # the IP protocol, the flags' byte offset in the TCP header and RST's bit
 
 
 @pytest.fixture(scope="session")
@@ -456,7 +458,15 @@ def test_rnf_run_on_the_srsran_cell_compares_smvs_with_cubic(
             f"p95 {uplink['delay']['p95_ms']:.1f} ms; {uplink['matched']} matched of {uplink['departures']}"
         )
         assert uplink["lost"] == 0 and uplink["unmatched_arrivals"] == 0, (arm, uplink)
-        assert uplink["matched"] >= 0.99 * uplink["departures"] > 0, (arm, uplink)
+        # but the resets of the run's end: the client closes while the eNB still delivers its queue, and its kernel
+        # answers each segment with the same RST (IP ID 0), up to one per queued packet, which the captures' stop
+        # leaves partly in the uplink (CUBIC's 265 kB: 183 resets, 47 of them unmatched, 2026-11-28). With no
+        # arrival unmatched, a reset the core did not receive is an unmatched departure
+        resets_sent = _tcp_resets(results / "runs" / run / "capture-ue1-up.pcap")
+        resets_received = _tcp_resets(results / "runs" / run / "capture-sgi-up.pcap")
+        departures = uplink["departures"] - resets_sent
+        unmatched = uplink["unmatched_departures"] - (resets_sent - resets_received)
+        assert departures - unmatched >= 0.99 * departures > 0, (arm, uplink, resets_sent, resets_received)
         assert uplink["delay"]["p95_ms"] - uplink["delay"]["p0.1_ms"] >= 0.8 * 20, (arm, uplink["delay"])
         assert uplink["delay"]["p0.1_ms"] < 8, (arm, uplink["delay"])
 
@@ -489,6 +499,16 @@ def test_the_controllers_with_their_defaults_keep_the_real_queue_short_without_l
         assert values["rlc_drops_sdus"] == 0, (arm, values)
         assert values["utilization"] >= bbr["utilization"] - 0.01, (arm, values["utilization"], bbr["utilization"])
         assert values["delay_p95_ms"] <= 0.5 * bbr["delay_p95_ms"], (arm, values["delay_p95_ms"], bbr["delay_p95_ms"])
+
+
+def _tcp_resets(path: Path) -> int:
+    """The TCP segments with RST set in a raw-IP capture."""
+    resets = 0
+    for frame in read_pcap(path).frames:
+        header = (frame.data[0] & 0x0F) * 4
+        if frame.data[0] >> 4 == 4 and frame.data[9] == TCP and len(frame.data) > header + TCP_FLAGS:
+            resets += bool(frame.data[header + TCP_FLAGS] & TCP_RST)
+    return resets
 
 
 @dataclass(frozen=True)
