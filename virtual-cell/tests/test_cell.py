@@ -253,11 +253,17 @@ def test_a_trace_that_starts_at_the_first_packet_lays_its_outage_from_the_ues_fi
     held = (queued // 1000 + 1) * 1000  # an outage's end
     expected = np.where((queued % 1000) >= 500, held, queued)
     assert np.sum(expected - queued > 50) >= 8, expected  # the outage was met
-    # a reply within a TTI and the lateness of an outage's edge may fall on either side of it
-    on_an_edge = np.abs((queued + 250) % 500 - 250) < 1 + late
-    within = (left >= expected - late) & (left < expected + 1.5 + late)
+    # t = 0 is read off the first reply, whose read may itself be up to `late` late: a time counted from t = 0 (an
+    # outage's end) may then come up to `late` early, beside the lateness of the delivery; a time counted from the
+    # packet's own arrival (the next TTI) may not. A reply within a TTI and both latenesses of an outage's edge may
+    # fall on either side of it
+    anchor = late
+    on_an_edge = np.abs((queued + 250) % 500 - 250) < 1 + anchor + late
+    earliest = np.where(expected == held, held - anchor, expected) - late
+    within = (left >= earliest) & (left < expected + 1.5 + late)
     within |= on_an_edge & (
-        ((left >= held - late) & (left < held + 1.5 + late)) | ((left >= queued - late) & (left < queued + 1.5 + late))
+        ((left >= held - anchor - late) & (left < held + 1.5 + late))
+        | ((left >= queued - late) & (left < queued + 1.5 + late))
     )
     assert np.all(within), (late, [(k, left[k].round(2), expected[k].round(2)) for k in np.flatnonzero(~within)])
 
