@@ -201,7 +201,7 @@ const LAG_WARMUP: i64 = 100;
 /// given for up to one more round trip. So the loop is at most 2 + ceil(LOOP_RTTS x min RTT / Ts) steps. At a
 /// constant rate the changes of quotas and arrivals are rare pulses, and one of each meeting by chance
 /// still passed the estimator's statistical tests now and then: lag 22 where the loop is 2 (6 Mbit/s,
-/// backhaul and uplink 20 ms, a smallest RTT of 45 ms and so at most 12 steps), which counted 20 quotas on their
+/// backhaul and uplink 20 ms, a smallest RTT of 45 ms and so at most 11 steps), which counted 20 quotas on their
 /// way and left the queue empty for 0.45 s (`rnf`, 95.7 %, issue 16's constant-rate test, 2026-11-28); every
 /// false lag logged before (25, 28 and 39 steps on the virtual cell, 15-20 on srsRAN's start-up) was as far
 /// beyond the path.
