@@ -208,6 +208,7 @@ def test_a_whole_run_folder_is_read_and_summarized_from_its_files(tmp_path):
         "spurious_rto": 0,
         "tti_late_max_ms": 2.5,
         "decision_gap_max_ms": 10.0,  # the controller's steps below, 10 ms apart
+        "decision_stalled_share": 0.0,
         "ues": {"1": ue},
         "transfers": [
             {
@@ -243,3 +244,20 @@ def test_the_longest_gap_between_two_steps_of_any_ues_controller():
     assert analysis.decision_gap_max_ms(controllers) == 157.0
     assert analysis.decision_gap_max_ms({2: steps(0, 10, 20, 30), 3: steps(5)}) == 10.0
     assert math.isnan(analysis.decision_gap_max_ms({}))
+
+
+def test_the_share_of_the_run_a_controller_stood_still_in_steps_more_than_two_periods_late():
+    def steps(*times_ms):
+        times = np.asarray(times_ms, dtype=np.int64) * 1_000_000
+        nothing = np.full(times.size, math.nan)
+        return analysis.ControllerSeries(times, nothing, nothing, nothing, nothing)
+
+    # UE 1: steps 10 ms apart (the median) but twice 30 ms: 20 ms beyond a period each, 40 ms of 100 ms
+    assert analysis.decision_stalled_share({1: steps(0, 10, 20, 50, 60, 70, 100)}) == pytest.approx(0.4)
+    # a gap of exactly two periods is on time (the relay's rule: more than two): only the 30 ms gap counts, 20 of 90
+    assert analysis.decision_stalled_share({1: steps(0, 10, 20, 50, 60, 80, 90)}) == pytest.approx(20 / 90)
+    # the largest over the UEs; a UE with fewer than three steps has no period to measure; none at all: NaN
+    on_time = steps(0, 10, 20, 30)
+    assert analysis.decision_stalled_share({1: on_time, 2: steps(0, 10, 40, 50), 3: steps(5, 99)}) == pytest.approx(0.4)
+    assert analysis.decision_stalled_share({1: on_time}) == 0.0
+    assert math.isnan(analysis.decision_stalled_share({3: steps(5, 99)}))

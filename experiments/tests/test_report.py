@@ -1,5 +1,5 @@
 """The comparison table's warnings: a run whose delay measurement lost packets is named, with what it still covers;
-a run whose controller stood still is named, with for how long."""
+a run whose controller stood still is named, with for how long or for what share of the run."""
 
 import math
 
@@ -22,6 +22,15 @@ def test_runs_whose_controller_made_no_step_for_more_than_five_periods_are_named
     older = {"arm": "old", "sweep_value": None, "repetition": 0}  # a summary from before the key
     summary = {"runs": [run("smvs", 157.3), run("rnf", 50.0), run("cubic", math.nan), older]}
     assert report.stalled_runs(summary) == [("smvs, repetition 1", 157.3)]
+
+
+def test_runs_whose_controller_stood_still_for_more_than_one_percent_of_the_run_are_named():
+    def run(arm, share):
+        return {"arm": arm, "sweep_value": None, "repetition": 2, "decision_stalled_share": share}
+
+    older = {"arm": "old", "sweep_value": None, "repetition": 0}  # a summary from before the key
+    summary = {"runs": [run("smvs", 0.029), run("rnf", 0.01), run("smvs-paper", 0.0), run("cubic", math.nan), older]}
+    assert report.stalled_share_runs(summary) == [("smvs, repetition 2", 0.029)]
 
 
 def test_runs_whose_enb_ran_at_less_than_half_of_real_time_are_named():

@@ -25,6 +25,7 @@ PACKET_RECORD = np.dtype(
 # packets.bin's flags (virtual-cell/datapath/INTERFACE.md, "Packet log")
 PACKET_CE_MARKED = 0x01
 PACKET_AQM_DROPPED = 0x02  # never delivered: not a delay sample
+STALL_PERIODS = 2  # a controller's step this many periods after the last waited for the proxy (control.rs)
 
 
 @dataclass(frozen=True)
@@ -451,6 +452,7 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "spurious_rto": counters["spurious_rto"],
         "tti_late_max_ms": run.cell_summary.get("tti_lateness_ns", {}).get("max", math.nan) / 1e6,
         "decision_gap_max_ms": decision_gap_max_ms(run.controllers),
+        "decision_stalled_share": decision_stalled_share(run.controllers),
         "ues": {str(ue): values for ue, values in per_ue.items()},
         "transfers": transfers,
         "netstat": run.netstat,
@@ -504,6 +506,24 @@ def decision_gap_max_ms(controllers: dict[int, ControllerSeries]) -> float:
     stood still or its telemetry stopped."""
     gaps = [float(np.diff(series.time_ns).max()) for series in controllers.values() if series.time_ns.size > 1]
     return max(gaps) / 1e6 if gaps else math.nan
+
+
+def decision_stalled_share(controllers: dict[int, ControllerSeries]) -> float:
+    """The largest share, over the UEs, of the time from a controller's first step to its last that it stood still:
+    for each step that came more than STALL_PERIODS periods after the one before (the relay's stall rule,
+    proxy/relay/src/control.rs), the time beyond one period. The period is the median interval of the UE's steps
+    (one per telemetry report). NaN without steps to compare (an end-to-end arm). Short stalls that no single gap
+    makes long (`decision_gap_max_ms`) add up on a loaded host: 20-40 ms gaps dozens of times a run."""
+    shares = []
+    for series in controllers.values():
+        if series.time_ns.size < 3:
+            continue
+        gaps = np.diff(series.time_ns).astype(np.float64)
+        period = float(np.median(gaps))
+        late = gaps > STALL_PERIODS * period
+        span = float(series.time_ns[-1] - series.time_ns[0])
+        shares.append(float((gaps[late] - period).sum()) / span)
+    return max(shares) if shares else math.nan
 
 
 def _delay_records_lost(cell_summary: dict[str, Any]) -> float:

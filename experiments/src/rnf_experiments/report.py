@@ -88,6 +88,9 @@ def _cell(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
 TABLE_WIDTH = 170
 LATE_TTI_MS = 50.0
 DECISION_GAP_MS = 50.0  # five telemetry periods of 10 ms, the controllers' default for stale telemetry
+# a proxy that stood still for 1 % of a run may have left the link idle that long: a point of utilization, the size
+# of the differences the tables are read for
+STALLED_SHARE = 0.01
 SLOW_ENB_TTIS_PER_MS = 0.5  # half of real time: TCP's and the proxy's timers then see another channel
 # (header, summary key, scale, digits); a column whose values are all NaN is left out
 COLUMNS = (
@@ -176,6 +179,18 @@ def stalled_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
     ]
 
 
+def stalled_share_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
+    """Runs in which a UE's controller stood still for more than STALLED_SHARE of the run in steps that came more
+    than two periods late (`analysis.decision_stalled_share`): the host starved the proxy in many short stalls, none
+    long enough for `stalled_runs`; after a burst of them the default reference's reserve holds the queue that
+    covered them for seconds (proxy/README.md)."""
+    return [
+        (f"{analysis.group_key(run)}, repetition {run['repetition']}", share)
+        for run in summary["runs"]
+        if (share := run.get("decision_stalled_share", math.nan)) > STALLED_SHARE
+    ]
+
+
 def slow_enb_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
     """Runs in which a srsRAN eNB ran fewer than SLOW_ENB_TTIS_PER_MS TTIs per millisecond (its own count): the stack
     could not keep up, or nearly stood still; what the arm met was not the configured channel in real time."""
@@ -211,6 +226,12 @@ def print_table(summaries: dict[str, dict[str, Any]], console: Console) -> None:
             console.print(
                 f"[bold red]warning[/]: {name}, {run}: the controller made no step for {gap_ms:.0f} ms (the proxy's "
                 "process stood still, or its telemetry stopped); nothing was released toward the UE meanwhile"
+            )
+        for run, share in stalled_share_runs(summary):
+            console.print(
+                f"[bold red]warning[/]: {name}, {run}: the controller stood still for {share:.1%} of the run, in "
+                "steps more than two periods late (CPU starved by other work); its figures are suspect, run it again "
+                "on a quiet machine"
             )
         for run, rate in slow_enb_runs(summary):
             console.print(
