@@ -516,12 +516,12 @@ def decision_stalled_share(controllers: dict[int, ControllerSeries]) -> float:
     makes long (`decision_gap_max_ms`) add up on a loaded host: 20-40 ms gaps dozens of times a run."""
     shares = []
     for series in controllers.values():
-        if series.time_ns.size < 3:
-            continue
+        span = float(series.time_ns[-1] - series.time_ns[0]) if series.time_ns.size >= 3 else 0.0
+        if span <= 0:
+            continue  # no period to measure
         gaps = np.diff(series.time_ns).astype(np.float64)
         period = float(np.median(gaps))
         late = gaps > STALL_PERIODS * period
-        span = float(series.time_ns[-1] - series.time_ns[0])
         shares.append(float((gaps[late] - period).sum()) / span)
     return max(shares) if shares else math.nan
 
