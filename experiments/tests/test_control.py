@@ -25,26 +25,44 @@ RATE_BYTES_S = 750_000  # 6 Mbit/s
 UTILIZATION = 0.99
 
 
-def run_constant_rate(tmp_path_factory, ue: str, arms: str):
-    prefix = "c" + uuid.uuid4().hex[:6]
-    overrides = [
-        "duration_s=8",
-        "repetitions=1",
-        f"cell.namespace_prefix='{prefix}'",
-        "cell.telemetry.endpoint='tcp://127.0.0.1:5573'",
-        "cell.ues=[{trace={generator='constant', rate_mbps=6}, backhaul_delay_ms=20, uplink_delay_ms=20, "
-        f"queue_limit_bytes=100000{ue}}}]",
-        "traffic=[{kind='bulk'}]",
-        f"arms=[{arms}]",
-    ]
-    scenario, raw = load_scenario(SCENARIOS / "proxy-smoke.toml", overrides)
-    results = run_scenario(scenario, raw, overrides, tmp_path_factory.mktemp("control"))
-    summary = report.summarize_results(results)
-    # the controller's sender is the proxy's, in the core's namespace: its retransmissions are the ones the
-    # controller could cause (the server's leg to the proxy is plain TCP over the wired link)
-    for run in summary["runs"]:
-        summary["arms"][run["arm"]]["proxy_retrans_segments"] = run["netstat"]["core"]["retrans_segments"]
-    return summary["arms"]
+# A run whose proxy the host stood still for more than report.STALLED_SHARE of it (its steps more than two periods
+# late) measures the host, not the controller: a 30 ms stall empties 22 kB of a queue held at 15 kB. On a busy host
+# (2026-11-28, 1-5 % of a run in such steps) in band fell to 91-94 % for `smvs` and `rnf` with the loop right. Such an
+# arm is run again, up to ATTEMPTS runs in all; an arm stalled every time is judged on its least stalled run.
+ATTEMPTS = 3
+
+
+def run_constant_rate(tmp_path_factory, ue: str, arms: dict[str, str]) -> dict[str, dict]:
+    """Each arm (name: its TOML table) at the constant rate, with the proxy's retransmissions; an arm whose run the
+    host stalled is run again."""
+    best: dict[str, dict] = {}
+    pending = list(arms)
+    for _ in range(ATTEMPTS):
+        prefix = "c" + uuid.uuid4().hex[:6]
+        overrides = [
+            "duration_s=8",
+            "repetitions=1",
+            f"cell.namespace_prefix='{prefix}'",
+            "cell.telemetry.endpoint='tcp://127.0.0.1:5573'",
+            "cell.ues=[{trace={generator='constant', rate_mbps=6}, backhaul_delay_ms=20, uplink_delay_ms=20, "
+            f"queue_limit_bytes=100000{ue}}}]",
+            "traffic=[{kind='bulk'}]",
+            f"arms=[{', '.join(arms[name] for name in pending)}]",
+        ]
+        scenario, raw = load_scenario(SCENARIOS / "proxy-smoke.toml", overrides)
+        results = run_scenario(scenario, raw, overrides, tmp_path_factory.mktemp("control"))
+        summary = report.summarize_results(results)
+        for run in summary["runs"]:
+            values = dict(summary["arms"][run["arm"]], stalled_share=run["decision_stalled_share"])
+            # the controller's sender is the proxy's, in the core's namespace: its retransmissions are the ones the
+            # controller could cause (the server's leg to the proxy is plain TCP over the wired link)
+            values["proxy_retrans_segments"] = run["netstat"]["core"]["retrans_segments"]
+            if run["arm"] not in best or values["stalled_share"] < best[run["arm"]]["stalled_share"]:
+                best[run["arm"]] = values
+        pending = [name for name in arms if best[name]["stalled_share"] > report.STALLED_SHARE]
+        if not pending:
+            break
+    return best
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +70,12 @@ def constant_rate(tmp_path_factory):
     return run_constant_rate(
         tmp_path_factory,
         "",
-        "{name='smvs-bytes', kind='proxy', controller={kind='smvs', q0_bytes=50000}}, "
-        "{name='smvs-target', kind='proxy', controller={kind='smvs', target_ms=20}}, "
-        "{name='rnf-target', kind='proxy', controller={kind='rnf', target_ms=20}}, "
-        "{name='smvs-default', kind='proxy', controller={kind='smvs'}}",
+        {
+            "smvs-bytes": "{name='smvs-bytes', kind='proxy', controller={kind='smvs', q0_bytes=50000}}",
+            "smvs-target": "{name='smvs-target', kind='proxy', controller={kind='smvs', target_ms=20}}",
+            "rnf-target": "{name='rnf-target', kind='proxy', controller={kind='rnf', target_ms=20}}",
+            "smvs-default": "{name='smvs-default', kind='proxy', controller={kind='smvs'}}",
+        },
     )
 
 
@@ -65,7 +85,7 @@ def bunched_acks(tmp_path_factory):
     return run_constant_rate(
         tmp_path_factory,
         ", uplink_sr_period_ms=20",
-        "{name='rnf-target', kind='proxy', controller={kind='rnf', target_ms=20}}",
+        {"rnf-target": "{name='rnf-target', kind='proxy', controller={kind='rnf', target_ms=20}}"},
     )
 
 

@@ -659,7 +659,8 @@ fn libc_einval() -> i32 {
 
 /// A row that has taken `steps` steps, releasing from its first, with the quotas of `history` (by age: w(k-1),
 /// w(k-2), ...) and the covariances and moments (the means of the changes of w and of the arrivals, the last
-/// arrivals, the changes' variances) given; no q0, so the law itself decides nothing.
+/// arrivals, the changes' variances, the pause, the arrivals' last change) given; no q0, so the law itself decides
+/// nothing.
 fn estimator(steps: i64, history: &[f64], lag_cov: &[f64], means: [f64; MOMENTS]) -> Bank {
     let mut bank = Bank::smvs(1);
     bank.i("steps")[0] = steps;
@@ -676,25 +677,29 @@ fn estimator(steps: i64, history: &[f64], lag_cov: &[f64], means: [f64; MOMENTS]
 #[test]
 fn the_loop_delay_is_the_lag_at_which_the_changes_of_quotas_and_arrivals_covary_most() {
     let params = smvs_params();
-    // w(k-1) = 1000, w(k-2) = 400, 0 before: the quota changed by 600 one step ago, by 400 two steps ago
-    let mut bank = estimator(130, &[1000.0, 400.0], &[], [200.0, 400.0, 100.0, 0.0, 0.0, 0.0]);
+    // w(k-1) = 1000, w(k-2) = 400, 0 before: the quota changed by 600 one step ago, by 400 two steps ago; the
+    // arrivals changed by 200 the period before
+    let mut bank = estimator(130, &[1000.0, 400.0], &[], [200.0, 400.0, 100.0, 0.0, 0.0, 0.0, 200.0]);
     bank.f("prev_queue")[0] = 100.0;
     let mut arrivals = report(0, 600.0, 300.0);
     arrivals.dropped = 200.0; // arrived: 600 - 100 (queued before) + 300 served + 200 dropped = 1000, 900 more
     smvs1(&params, &mut bank, arrivals, 0.0);
-    // cov(1) = 0.01 x (600 - 200) x (900 - 400) = 2000, cov(2) = 0.01 x (400 - 200) x 500 = 1000; every other
-    // lag: 0.01 x (0 - 200) x 500 = -1000
+    // lag 1 against a(k) - (a(k-1) + a(k-2)) / 2, about the mean change: (900 - 400) + (200 - 400) / 2 = 400, so
+    // cov(1) = 0.01 x (600 - 200) x 400 = 1600; the other lags against the change: cov(2) = 0.01 x (400 - 200) x
+    // (900 - 400) = 1000, every other lag 0.01 x (0 - 200) x 500 = -1000
     let cov = bank.f("lag_cov").clone();
-    assert_close!(cov[0], 2000.0);
+    assert_close!(cov[0], 1600.0);
     assert_close!(cov[1], 1000.0);
     assert!(cov[2..].iter().all(|&c| close(c, -1000.0)), "{cov:?}");
-    // means <- 0.99 x mean + 0.01 x the newest change: w 198 + 6, arrivals 396 + 9; and the arrivals kept
+    // means <- 0.99 x mean + 0.01 x the newest change: w 198 + 6, arrivals 396 + 9; the arrivals and their change
+    // kept
     let means = bank.f("means").clone();
     assert_close!(means[0], 204.0);
     assert_close!(means[1], 405.0);
     assert_eq!(means[2], 1000.0);
+    assert_eq!(means[6], 900.0);
     // the variances, about the old means: 0.01 x 400^2 = 1600 and 0.01 x 500^2 = 2500; lag 1's correlation is
-    // 2000 / sqrt(1600 x 2500) = 1
+    // 1600 / sqrt(1600 x 2500) = 0.8
     assert_close!(means[3], 1600.0);
     assert_close!(means[4], 2500.0);
     assert_eq!(bank.i("loop_steps")[0], 1); // lag 2 is beside the peak, not a rival
@@ -711,7 +716,7 @@ fn a_loop_delay_is_learnt_only_past_the_warm_up_counted_from_the_first_release()
     for (steps, first_release, learnt) in
         [(99, 0, 0), (100, 0, 3), (179, 80, 0), (180, 80, 3), (99, -1, 0), (100, -1, 3)]
     {
-        let mut bank = estimator(steps, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]);
+        let mut bank = estimator(steps, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0, 0.0]);
         bank.i("first_release_step")[0] = first_release;
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         assert_close!(bank.f("lag_cov")[2], 99.0); // 0.99 x 100, no new covariance (no change anywhere)
@@ -727,7 +732,7 @@ fn nothing_is_learnt_from_reports_that_waited_for_the_proxy_nor_for_the_lags_aft
     // the row's last report was stepped at 1 s; this one (step `steps` + 1) at `now`, with a pause set before;
     // the loop learnt, the pause's last step and lag 3's covariance after the step
     let learnt = |steps: i64, now: f64, paused_to: f64| {
-        let mut bank = estimator(steps, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, paused_to]);
+        let mut bank = estimator(steps, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, paused_to, 0.0]);
         bank.f("last_report")[0] = 1.0;
         bank.i("loop_steps")[0] = 7;
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), now);
@@ -748,7 +753,7 @@ fn nothing_is_learnt_from_reports_that_waited_for_the_proxy_nor_for_the_lags_aft
 fn a_neighbouring_lag_does_not_hide_the_peak_but_an_alias_two_lags_away_does() {
     let params = smvs_params();
     let learnt = |cov: &[f64]| {
-        let mut bank = estimator(130, &[], cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]); // the peak's correlation: 1
+        let mut bank = estimator(130, &[], cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0, 0.0]); // the peak's correlation: 1
         bank.i("loop_steps")[0] = 7; // learnt before
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         bank.i("loop_steps")[0]
@@ -774,7 +779,7 @@ fn one_pulse_meeting_one_pulse_is_not_a_loop_however_large_its_correlation() {
         cov[at] = peak;
         cov[at - 1] = beside;
         cov[at + 1] = beside;
-        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]);
+        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0, 0.0]);
         bank.i("loop_steps")[0] = 7;
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         bank.i("loop_steps")[0]
@@ -792,7 +797,7 @@ fn a_loop_longer_than_the_path_allows_is_not_learnt() {
     let learnt = |at: usize, min_rtt: f64| {
         let mut cov = vec![0.0; LAGS];
         cov[at - 1] = 100.0;
-        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]);
+        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0, 0.0]);
         bank.f("min_rtt")[0] = min_rtt;
         bank.i("loop_steps")[0] = 7;
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
@@ -810,7 +815,7 @@ fn a_loop_longer_than_the_path_allows_is_not_learnt() {
     let mut cov = vec![0.0; LAGS];
     cov[1] = 100.0;
     cov[21] = 90.0;
-    let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]);
+    let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0, 0.0]);
     bank.f("min_rtt")[0] = 0.045;
     bank.i("loop_steps")[0] = 7;
     smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
@@ -825,7 +830,7 @@ fn a_lag_that_stands_out_is_learnt_only_if_it_explains_more_than_noise_would() {
     let learnt = |peak: f64| {
         let mut cov = vec![0.0; LAGS];
         cov[2] = peak;
-        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0]);
+        let mut bank = estimator(130, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0, 0.0]);
         bank.i("loop_steps")[0] = 7;
         smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
         bank.i("loop_steps")[0]

@@ -34,7 +34,7 @@ ERROR_HORIZON = 256  # as control.rs: steps of forecast errors kept
 MAX_D = 50  # as control.rs: the largest feedback delay, steps
 QUOTA_HISTORY = 2 * MAX_D  # as control.rs: quotas kept
 LAGS = 40  # as control.rs: the loop delay is looked for up to 40 steps
-MOMENTS = 6  # as control.rs: the loop-delay estimator's means, last arrivals, variances and pause
+MOMENTS = 7  # as control.rs: the loop-delay estimator's means, last arrivals, variances, pause, last change
 OUTPUT = np.dtype(  # `Output` in control.rs
     [("limit", np.int64), ("step", np.int64), ("step_s", np.float64), ("pacing", np.float64), ("cap", np.float64)]
 )

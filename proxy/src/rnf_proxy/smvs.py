@@ -218,7 +218,7 @@ class SmvsBank(RowBank):
     d: np.ndarray  # quotas in flight the last step counted (2d in the paper's terms, d recorded)
     lag_cov: np.ndarray  # (rows, LAGS): covariance of w(k - lag) with the arrivals of period k
     means: np.ndarray  # (rows, MOMENTS): running means of the changes of w and of the arrivals, the last arrivals,
-    # the changes' variances, the last step of a pause after a stall
+    # the changes' variances, the last step of a pause after a stall, the arrivals' last change
     loop_steps: np.ndarray  # the measured loop delay in steps, 0 until it is
     b_fast: np.ndarray  # the fast rate estimate that converts the delay target to bytes
     rate_errors: np.ndarray  # (rows, 2): mean squared one-step errors of b_bar and of b_fast
