@@ -70,7 +70,7 @@ def test_a_missing_capture_file_is_named(tmp_path):
 # Creates srs_spgw_sgi in the core namespace and tun_srsue in the UE namespace, then holds each packet read from the
 # first for HOLD_S and writes it into the second, until its stdin closes.
 MINIATURE_CELL = """
-import collections, ctypes, fcntl, os, select, struct, sys, time
+import collections, ctypes, errno, fcntl, os, select, struct, sys, time
 core, ue, hold = sys.argv[1], sys.argv[2], float(sys.argv[3])
 libc = ctypes.CDLL(None, use_errno=True)
 def tun(namespace, name):
@@ -90,7 +90,11 @@ while True:
     if sgi in readable:
         held.append((time.monotonic() + hold, os.read(sgi, 65536)))
     while held and held[0][0] <= time.monotonic():
-        os.write(ue_tun, held.popleft()[1])
+        try:
+            os.write(ue_tun, held.popleft()[1])
+        except OSError as error:  # EIO: the UE's TUN is not up yet (drivers/net/tun.c): the packet is lost
+            if error.errno != errno.EIO:
+                raise
 """
 SENDER = """
 import socket, sys, time
