@@ -159,13 +159,16 @@ def per_ue_table(summary: dict[str, Any]) -> Table:
     return result
 
 
+def _run_label(run: dict[str, Any]) -> str:
+    """How a warning names a run: its arm (and sweep value) and repetition."""
+    return f"{analysis.group_key(run)}, repetition {run['repetition']}"
+
+
 def late_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
     """Runs in which the cell's TTI clock fell behind real time by more than LATE_TTI_MS (CPU starvation: other
     real-time work on the machine); their figures do not describe the configured channel."""
     return [
-        (f"{analysis.group_key(run)}, repetition {run['repetition']}", run["tti_late_max_ms"])
-        for run in summary["runs"]
-        if run["tti_late_max_ms"] > LATE_TTI_MS
+        (_run_label(run), run["tti_late_max_ms"]) for run in summary["runs"] if run["tti_late_max_ms"] > LATE_TTI_MS
     ]
 
 
@@ -173,7 +176,7 @@ def stalled_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
     """Runs in which a UE's controller made no step for more than DECISION_GAP_MS: the proxy's process stood still
     (on a small host beside srsRAN) or its telemetry stopped; meanwhile nothing was released toward that UE."""
     return [
-        (f"{analysis.group_key(run)}, repetition {run['repetition']}", gap)
+        (_run_label(run), gap)
         for run in summary["runs"]
         if (gap := run.get("decision_gap_max_ms", math.nan)) > DECISION_GAP_MS
     ]
@@ -185,7 +188,7 @@ def stalled_share_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
     long enough for `stalled_runs`; after a burst of them the default reference's reserve holds the queue that
     covered them for seconds (proxy/README.md)."""
     return [
-        (f"{analysis.group_key(run)}, repetition {run['repetition']}", share)
+        (_run_label(run), share)
         for run in summary["runs"]
         if (share := run.get("decision_stalled_share", math.nan)) > STALLED_SHARE
     ]
@@ -195,7 +198,7 @@ def slow_enb_runs(summary: dict[str, Any]) -> list[tuple[str, float]]:
     """Runs in which a srsRAN eNB ran fewer than SLOW_ENB_TTIS_PER_MS TTIs per millisecond (its own count): the stack
     could not keep up, or nearly stood still; what the arm met was not the configured channel in real time."""
     return [
-        (f"{analysis.group_key(run)}, repetition {run['repetition']}", rate)
+        (_run_label(run), rate)
         for run in summary["runs"]
         if (rate := run.get("enb_ttis_per_ms", math.nan)) < SLOW_ENB_TTIS_PER_MS
     ]
@@ -205,7 +208,7 @@ def lossy_delay_runs(summary: dict[str, Any]) -> list[tuple[str, int, int]]:
     """Runs whose delay measurement lost packets (the virtual cell's packet log, a srsRAN cell's captures): the run,
     the packets lost and the SDUs the delay percentiles cover."""
     return [
-        (f"{analysis.group_key(run)}, repetition {run['repetition']}", int(lost), run["delay_sdus"])
+        (_run_label(run), int(lost), run["delay_sdus"])
         for run in summary["runs"]
         if (lost := run.get("delay_records_lost", math.nan)) > 0
     ]
