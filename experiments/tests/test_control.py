@@ -29,7 +29,7 @@ UTILIZATION = 0.99
 # late) measures the host, not the controller: a 30 ms stall empties 22 kB of a queue held at 15 kB. On a busy host
 # (2026-11-28, 1-5 % of a run in such steps) in band fell to 91-94 % for `smvs` and `rnf` with the loop right. Such an
 # arm is run again, up to ATTEMPTS runs in all; an arm stalled every time is judged on its least stalled run.
-ATTEMPTS = 3
+ATTEMPTS = 5
 
 
 def run_constant_rate(tmp_path_factory, ue: str, arms: dict[str, str]) -> dict[str, dict]:

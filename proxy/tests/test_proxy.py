@@ -12,6 +12,7 @@ configuration implies.
 
 import asyncio
 import gc
+import os
 import subprocess
 import threading
 import time
@@ -412,6 +413,49 @@ def test_what_exists_when_the_proxy_starts_is_left_out_of_collections_until_the_
     assert walked <= 0.1 * at_start
     assert frozen_after_the_second_closed == frozen  # the first proxy still runs
     assert gc.get_freeze_count() == 0
+
+
+def test_the_loop_thread_runs_real_time_while_a_proxy_runs_and_what_it_starts_does_not(net):
+    """Steps over two periods late held 4-5 % of a run on the loaded 2-core virtual cell with the normal
+    scheduler (docs/benchmarks.md): the proxy's loop thread runs at SCHED_FIFO `realtime_priority`, the processes
+    it starts keep the normal scheduler, and the thread gets its own scheduling back when the last proxy closes."""
+    enb = FixedQueueEnb()
+
+    def explicit(listen: str, priority: int) -> ProxyConfig:
+        return config(
+            net, enb.endpoint, mode="explicit", server="127.0.0.1:9", listen=listen, realtime_priority=priority
+        )
+
+    def scheduling() -> tuple[int, int]:
+        return os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
+
+    async def child_policy() -> str:
+        child = await asyncio.create_subprocess_exec("chrt", "-p", str(os.getpid()), stdout=subprocess.PIPE)
+        own, _ = await child.communicate()
+        child = await asyncio.create_subprocess_exec("sh", "-c", "chrt -p $$", stdout=subprocess.PIPE)
+        started, _ = await child.communicate()
+        return own.decode() + started.decode()
+
+    async def scenario():
+        before = scheduling()
+        async with Proxy(explicit("127.0.0.1:15103", 0)):
+            with_zero = scheduling()
+        async with Proxy(explicit("127.0.0.1:15104", 7)):
+            running = scheduling()
+            async with Proxy(explicit("127.0.0.1:15105", 3)):
+                nested = scheduling()
+            after_the_second_closed = scheduling()
+            policies = await child_policy()
+        return before, with_zero, running, nested, after_the_second_closed, policies, scheduling()
+
+    before, with_zero, running, nested, after_the_second, policies, after = asyncio.run(scenario())
+    enb.close()
+    assert before == (os.SCHED_OTHER, 0) and with_zero == before
+    assert running == (os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, 7)
+    assert nested == running and after_the_second == running  # the first proxy's priority holds until it closes
+    own, started = policies.splitlines()[0], policies.splitlines()[2]
+    assert "SCHED_FIFO|SCHED_RESET_ON_FORK" in own and started.endswith("SCHED_OTHER")
+    assert after == before
 
 
 def test_a_fast_server_cannot_fill_the_proxy_beyond_the_ue_limit(net, serve):

@@ -118,6 +118,9 @@ class ProxyConfig(Strict):
     buffers: BufferConfig = BufferConfig()
     kernel: KernelConfig = KernelConfig()
     relay_threads: int = Field(default=1, ge=1, le=64, description="the relay engine's worker threads")
+    realtime_priority: int = Field(
+        default=5, ge=0, le=99, description="SCHED_FIFO priority of the loop thread (steps, release); 0: normal"
+    )
     pump_interval_s: float = Field(default=0.001, gt=0, le=0.1, description="window refill when window-limited")
     peer_timeout_s: float = Field(default=60.0, ge=1.0, description="a vanished peer is dropped after this")
     allow_broken_params: bool = Field(default=False, description="warn instead of refusing (rnf params check)")
