@@ -433,6 +433,11 @@ def test_the_ack_regulator_keeps_a_download_under_the_queue_limit_through_a_rate
     longest = max(r.queue_new_bytes + r.queue_retx_bytes for r in regulated)
     assert drops == 0 and longest < 150_000, f"{drops} RLC drops, queue up to {longest} B"
     assert sent == received, f"the UE sent {sent} packets, {received} reached the core"
-    delivered, capacity = (sum(getattr(r, key) for r in regulated) for key in ("delivered_bytes", "capacity_bytes"))
-    assert delivered >= 0.85 * capacity, f"delivered {delivered} of {capacity} B: the regulator starves the link"
+    # the link's use from the transfer's first delivered byte to its last: iperf3 starts some 0.2 s after the cell,
+    # later on a loaded host (a whole run counted 0.82 in one CI run), and the wait above follows its end. Slow
+    # start from 10 segments fills the 100 kB in flight in 3-4 round trips, about 250 kB short of 11.4 MB (2 %)
+    serving = [i for i, report in enumerate(regulated) if report.delivered_bytes > 0]
+    transfer = regulated[serving[0] : serving[-1] + 1]
+    delivered, capacity = (sum(getattr(r, key) for r in transfer) for key in ("delivered_bytes", "capacity_bytes"))
+    assert delivered >= 0.9 * capacity, f"delivered {delivered} of {capacity} B: the regulator starves the link"
     assert sum(r.ece_marked_acks for r in regulated) > 0, "the sender's window was not bounded by ECE"
