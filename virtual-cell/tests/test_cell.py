@@ -396,15 +396,15 @@ def test_the_ack_regulator_keeps_a_download_under_the_queue_limit_through_a_rate
     trace.write_text("time_s,rate_mbps\n0,20\n4,2\n60,2\n")
     cell_data["ues"][0].update(trace={"file": str(trace)}, queue_limit_bytes=150_000)
 
-    def download(regulated: bool) -> tuple[list, int, int]:
+    def download(regulated: bool, attempt: int = 0) -> tuple[list, int, int, float]:
         ue = dict(cell_data["ues"][0], ack_regulator={} if regulated else None)
-        prefix = cell_data["namespace_prefix"] + ("r" if regulated else "p")
+        prefix = cell_data["namespace_prefix"][:6] + ("r" if regulated else "p") + str(attempt)  # 8 characters
         config = parse_cell(dict(cell_data, namespace_prefix=prefix, ues=[ue]), "test")
         reports: list = []
         folder = tmp_path / prefix
         folder.mkdir()
 
-        async def scenario() -> tuple[int, int]:
+        async def scenario() -> tuple[int, int, float]:
             cell = VirtualCell(config, folder, NullRecorder())
             async with cell:
                 original = cell._record
@@ -422,13 +422,26 @@ def test_the_ack_regulator_keeps_a_download_under_the_queue_limit_through_a_rate
                     received = interface_counter(cell.names.core, SGI_IFNAME, "rx_packets")
                     if sent == received:
                         break
-                return sent, received
+            assert isinstance(cell.summary, dict)
+            return sent, received, cell.summary["tti_lateness_ns"]["max"] / 1e6
 
         return reports, *asyncio.run(scenario())
 
-    plain, _, _ = download(regulated=False)
+    plain, *_ = download(regulated=False)
     assert sum(r.dropped_sdus for r in plain) > 0, "the scenario does not overflow the queue: it tests nothing"
-    regulated, sent, received = download(regulated=True)
+    # A cell that fell behind its TTI clock measured the host: its vCPU stood still (an idle vCPU's wake-up, or
+    # another guest), and then it ran the TTIs it owed at once, serving 40-65 kB in 5 ms at 20 Mbit/s. The UE's ACKs
+    # for that burst meet a queue the burst emptied. The queue overflowed in 3 of 9 runs whose cell stood still
+    # for 10-40 ms, and in none of 25 runs without such stalls (experiments/results/baselines.md). A regulated run
+    # whose cell was over 5 ms late is run again, up to 5 runs in all; a cell late every time is judged on its
+    # least late run.
+    late_ms, attempts = 5.0, 5
+    runs = []
+    for attempt in range(attempts):
+        runs.append(download(regulated=True, attempt=attempt))
+        if runs[-1][3] <= late_ms:
+            break
+    regulated, sent, received, _ = min(runs, key=lambda run: run[3])
     drops = sum(r.dropped_sdus for r in regulated)
     longest = max(r.queue_new_bytes + r.queue_retx_bytes for r in regulated)
     assert drops == 0 and longest < 150_000, f"{drops} RLC drops, queue up to {longest} B"
