@@ -117,6 +117,34 @@ def test_tcp_download_gets_the_mahimahi_trace_capacity_while_backlogged(cell_dat
     assert delivered == pytest.approx(expected, rel=0.01), f"delivered {delivered} B, trace {expected} B"
 
 
+@pytest.mark.parametrize("awake", [True, False], ids=["awake", "may-halt"])
+def test_while_the_cell_runs_an_idle_class_thread_on_each_cpu_keeps_it_from_halting(cell_data, tmp_path, awake):
+    # A halted vCPU woke the TTI loop 10-20 ms late (docs/benchmarks.md): one spinner per CPU the datapath may use,
+    # pinned there, at SCHED_IDLE, so that every other task comes first
+    config = parse_cell(dict(cell_data, keep_cpus_awake=awake), "test")
+
+    async def scenario() -> list[tuple[str, int, set[int]]]:
+        async with VirtualCell(config, tmp_path, NullRecorder()) as cell:
+            assert cell._datapath is not None
+            tasks = Path(f"/proc/{cell._datapath._process.pid}/task")
+            return [
+                (
+                    (task / "comm").read_text().strip(),
+                    os.sched_getscheduler(int(task.name)),
+                    os.sched_getaffinity(int(task.name)),
+                )
+                for task in tasks.iterdir()
+            ]
+
+    threads = asyncio.run(scenario())
+    spinners = [(policy, cpus) for name, policy, cpus in threads if name.startswith("rnf-cell-dp-awa")]
+    if not awake:
+        assert spinners == []
+        return
+    assert all(policy == os.SCHED_IDLE and len(cpus) == 1 for policy, cpus in spinners)
+    assert sorted(cpu for _, cpus in spinners for cpu in cpus) == sorted(os.sched_getaffinity(0))
+
+
 def test_the_discard_timer_bounds_every_delivered_packets_wait_and_counts_what_it_discarded(cell_data, tmp_path):
     # 16 Mbit/s of UDP into an 8 Mbit/s link for 3 s, a 1 MB queue (it would hold a second of data) and a 50 ms
     # discard timer: every packet delivered waited at most 50 ms in the queue, plus the 10 ms backhaul and the

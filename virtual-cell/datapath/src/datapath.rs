@@ -9,6 +9,8 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 
 use crate::aqm::Policy;
@@ -107,6 +109,13 @@ pub fn run(config_path: &Path) -> Result<(), String> {
         None => None,
     };
 
+    let awake = Arc::new(AtomicBool::new(false));
+    let spinners = if config.keep_cpus_awake {
+        sys::keep_cpus_awake(&awake)
+            .map_err(|e| format!("cannot start the threads that keep the CPUs awake: {}", reason(&e)))?
+    } else {
+        Vec::new()
+    };
     let (sender, receiver) = sync_channel(REPORT_QUEUE);
     let logging = packet_log.is_some();
     let reporter = std::thread::Builder::new()
@@ -137,6 +146,10 @@ pub fn run(config_path: &Path) -> Result<(), String> {
     let summary = datapath.summary();
     datapath.finish(summary);
     drop(datapath);
+    awake.store(true, Ordering::Relaxed);
+    for spinner in spinners {
+        spinner.join().map_err(|_| "a thread that kept a CPU awake failed".to_string())?;
+    }
     reporter.join().map_err(|_| "the reporting thread failed".to_string())?;
     result
 }

@@ -267,6 +267,7 @@ class CellConfig(Strict):
     prb: int = Field(default=100, ge=6, le=100)
     seed: Seed = 1
     realtime_priority: int = Field(default=10, ge=0, le=99)
+    keep_cpus_awake: bool = True
     packet_log: bool = True
     wired: WiredConfig = WiredConfig()
     telemetry: TelemetryConfig = TelemetryConfig()

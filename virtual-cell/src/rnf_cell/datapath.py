@@ -122,6 +122,7 @@ def datapath_config(
         "pf_window_ttis": config.pf_window_ttis,
         "seed": config.seed,
         "realtime_priority": config.realtime_priority,
+        "keep_cpus_awake": config.keep_cpus_awake,
         "duration_ms": duration_ms,
         "packet_log": str(packet_log) if packet_log else None,
         "wired": {

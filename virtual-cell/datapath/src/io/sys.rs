@@ -2,6 +2,9 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 
 fn check(result: libc::c_int) -> io::Result<libc::c_int> {
     if result < 0 { Err(io::Error::last_os_error()) } else { Ok(result) }
@@ -177,6 +180,43 @@ pub fn terminate_with_parent() -> bool {
 pub fn precise_timers() {
     // SAFETY: plain system call.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Threads that keep every CPU the process may run on from halting while the datapath runs: one per CPU, pinned
+/// to it, at `SCHED_IDLE`, spinning until `stop`. Any other task that wakes on that CPU preempts its spinner at
+/// once, so the spinners take time from no one in the guest. What they prevent is a halted vCPU: a virtual
+/// machine's CPU that halts when idle is handed back to the host, and the timer that should wake the TTI loop
+/// finds it 10-20 ms later when the host has run something else there meanwhile (docs/benchmarks.md).
+pub fn keep_cpus_awake(stop: &Arc<AtomicBool>) -> io::Result<Vec<JoinHandle<()>>> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set, filled by the call.
+    let mut allowed: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid set of the size given, for the calling thread (0).
+    check(unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) })?;
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: cpu < CPU_SETSIZE.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &allowed) })
+        .collect();
+    let mut spinners = Vec::with_capacity(cpus.len());
+    for cpu in cpus {
+        let stop = Arc::clone(stop);
+        let spinner = std::thread::Builder::new().name(format!("rnf-cell-dp-awake{cpu}")).spawn(move || {
+            // SAFETY: a zeroed cpu_set_t is a valid empty set; cpu < CPU_SETSIZE.
+            let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            unsafe { libc::CPU_SET(cpu, &mut one) };
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: valid set and param for the calling thread (0). Should either fail, the thread still spins
+            // at the lowest priority the kernel gave it; SCHED_IDLE needs no privilege.
+            unsafe {
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+                libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+            }
+            while !stop.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })?;
+        spinners.push(spinner);
+    }
+    Ok(spinners)
 }
 
 /// `SCHED_FIFO` at `priority` for the calling thread.
