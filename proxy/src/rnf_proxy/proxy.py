@@ -97,46 +97,30 @@ def controller_factory(config: ProxyConfig) -> Callable[[], Controller]:
     return lambda: Itcp(kind)
 
 
+# While any proxy of the process runs, two things hold for the whole process; the first proxy to start sets them
+# up and the last to close undoes them.
+#
 # Python's full collection walks every object the process holds, about 100 000 from the imports of `rnf run`, and
 # holds the interpreter meanwhile: 60-170 ms on two cores shared with srsenb and srsue, once every 10-30 s, during
-# which no telemetry is stepped and no quota released (docs/architecture.md). What exists when a proxy starts is
-# moved out of the collector's generations (gc.freeze) and back when the last proxy of the process closes; what the
-# proxy allocates is still collected.
-_proxies_holding_the_heap = 0
-
-
-def _freeze_heap() -> None:
-    global _proxies_holding_the_heap
-    if _proxies_holding_the_heap == 0:
-        gc.collect()  # no garbage is frozen
-        gc.freeze()
-    _proxies_holding_the_heap += 1
-
-
-def _thaw_heap() -> None:
-    global _proxies_holding_the_heap
-    _proxies_holding_the_heap -= 1
-    if _proxies_holding_the_heap == 0:
-        gc.unfreeze()
-
-
+# which no telemetry is stepped and no quota released (docs/architecture.md). What exists when the first proxy
+# starts is moved out of the collector's generations (gc.freeze); what the proxies allocate is still collected.
+#
 # The loop thread steps every telemetry report and releases its quota; on a loaded host a normal task waits
 # behind the cell's packets, the senders and the kernel's softirqs, and its steps come 10-20 ms late: on the
 # 2-core virtual cell at 6 Mbit/s, 4-5 % of a run stood still in steps over two periods late, against 0.2-0.8 %
-# at SCHED_FIFO (docs/benchmarks.md). The first proxy of the process raises the thread that runs its loop
-# (never lowers it: a thread already real-time keeps its priority); the last to close restores it. The relay's
-# workers and every process the loop starts keep the normal scheduler (SCHED_RESET_ON_FORK).
-_proxies_holding_the_priority = 0
-_loop_thread_scheduling: tuple[int, os.sched_param] | None = None
+# at SCHED_FIFO (docs/benchmarks.md). So the thread that runs the loop goes to SCHED_FIFO at the first proxy's
+# `realtime_priority` (never lower: a thread already real-time keeps its priority). The relay's workers and every
+# process the loop starts keep the normal scheduler (SCHED_RESET_ON_FORK).
+_proxies_running = 0
+_loop_thread_scheduling: tuple[int, os.sched_param] | None = None  # what to give the thread back, if raised
 
 
-def _raise_loop_priority(priority: int) -> None:
-    global _proxies_holding_the_priority, _loop_thread_scheduling
-    _proxies_holding_the_priority += 1
-    if _proxies_holding_the_priority > 1 or priority == 0:
-        return
+def _first_proxy_starts(priority: int) -> None:
+    global _loop_thread_scheduling
+    gc.collect()  # no garbage is frozen
+    gc.freeze()
     policy = os.sched_getscheduler(0)
-    if policy & ~os.SCHED_RESET_ON_FORK in (os.SCHED_FIFO, os.SCHED_RR):
+    if priority == 0 or policy & ~os.SCHED_RESET_ON_FORK in (os.SCHED_FIFO, os.SCHED_RR):
         return
     previous = (policy, os.sched_getparam(0))
     try:
@@ -152,13 +136,27 @@ def _raise_loop_priority(priority: int) -> None:
     _loop_thread_scheduling = previous
 
 
-def _restore_loop_priority() -> None:
-    global _proxies_holding_the_priority, _loop_thread_scheduling
-    _proxies_holding_the_priority -= 1
-    if _proxies_holding_the_priority == 0 and _loop_thread_scheduling is not None:
+def _last_proxy_closes() -> None:
+    global _loop_thread_scheduling
+    gc.unfreeze()
+    if _loop_thread_scheduling is not None:
         policy, param = _loop_thread_scheduling
         os.sched_setscheduler(0, policy, param)
         _loop_thread_scheduling = None
+
+
+def _proxy_starts(priority: int) -> None:
+    global _proxies_running
+    if _proxies_running == 0:
+        _first_proxy_starts(priority)
+    _proxies_running += 1
+
+
+def _proxy_closes() -> None:
+    global _proxies_running
+    _proxies_running -= 1
+    if _proxies_running == 0:
+        _last_proxy_closes()
 
 
 class Proxy:
@@ -182,8 +180,7 @@ class Proxy:
         self._flows = 0
         self._checked: set[str] = set()
         self._period_warned = False
-        self._heap_frozen = False
-        self._priority_raised = False
+        self._running = False  # counted in _proxies_running
         self.last_decision_at = 0.0  # loop time of the last telemetry burst carried into decisions
         self.address: tuple[str, int] | None = None
 
@@ -227,10 +224,8 @@ class Proxy:
             self._subscriber = Subscriber(telemetry.endpoint, topic, context=context, curve=telemetry.curve())
             self.loop.add_reader(self._subscriber.fd, self._telemetry_ready)
             self._tick_handle = self.loop.call_later(config.tick_s, self._tick, self.loop.time() + config.tick_s)
-            _freeze_heap()
-            self._heap_frozen = True
-            _raise_loop_priority(config.realtime_priority)
-            self._priority_raised = True
+            _proxy_starts(config.realtime_priority)
+            self._running = True
         except BaseException:
             await self.close()
             raise
@@ -279,12 +274,9 @@ class Proxy:
         if self._tuning is not None:
             self._tuning.restore()
             self._tuning = None
-        if self._heap_frozen:
-            _thaw_heap()
-            self._heap_frozen = False
-        if self._priority_raised:
-            _restore_loop_priority()
-            self._priority_raised = False
+        if self._running:
+            _proxy_closes()
+            self._running = False
 
     def _spawn(self, coroutine: Any) -> None:
         task = self.loop.create_task(coroutine)
