@@ -67,7 +67,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::ecn::{Flow, ipv4_header_len, tcp_offset};
+use crate::ecn::{Flow, TCP_ACK, TCP_RST, ipv4_header_len, tcp_offset};
 
 /// The round-trip estimate keeps the smallest sample of this many TTIs.
 const RTT_WINDOW_TTIS: u64 = 10_000;
@@ -85,8 +85,6 @@ const IDLE_RESTART_TTIS: u64 = 200;
 const RESTART_WINDOW: u64 = 10 * 1448;
 
 const TCP_FIN: u8 = 0x01;
-const TCP_RST: u8 = 0x04;
-const TCP_ACK: u8 = 0x10;
 const TCP_PSH: u8 = 0x08;
 const TCP_ECE_CWR: u8 = 0xc0;
 const OPTION_END: u8 = 0;

@@ -11,8 +11,8 @@ const CE: u8 = 0b11;
 const PROTOCOL_TCP: u8 = 6;
 const TCP_HEADER_MIN: usize = 20;
 const TCP_ECE: u8 = 0x40;
-const TCP_ACK: u8 = 0x10;
-const TCP_RST: u8 = 0x04;
+pub(crate) const TCP_ACK: u8 = 0x10;
+pub(crate) const TCP_RST: u8 = 0x04;
 const TCP_SYN: u8 = 0x02;
 
 /// A TCP connection seen from the UE: the remote (server) address and port, and the UE's port.
