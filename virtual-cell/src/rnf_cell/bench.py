@@ -134,17 +134,26 @@ def forwarding(seconds: float) -> dict[str, float]:
 
 
 def fidelity(seconds: float) -> dict[str, float]:
-    """A backlogged CUBIC download on paper 000's piecewise trace: delivered against trace capacity."""
+    """A backlogged CUBIC download on paper 000's piecewise trace: delivered against trace capacity, over the
+    report periods that began with at least their capacity queued."""
     trace = {"generator": "piecewise", "min_mbps": 5, "max_mbps": 50, "period_s": 0.2, "duration_s": 60}
     _, reports, summary = asyncio.run(_through_cell(_cell(trace, 1_500_000), seconds, 1))
-    backlogged = [r for r in reports if r.backlogged_ttis == 10]
-    delivered = sum(r.delivered_bytes for r in backlogged)
-    capacity = sum(r.capacity_bytes for r in backlogged)
+    # A period that starts with its whole capacity queued has at least each TTI's capacity queued at that TTI
+    # (arrivals only add), so the trace alone decides what it serves. A queue that is not empty but holds less
+    # than a TTI's capacity (CUBIC's after a loss, at 50 Mbit/s) leaves capacity unused by the sender's doing.
+    saturated = [
+        period
+        for before, period in zip(reports, reports[1:])
+        if period.period == before.period + 1
+        and before.queue_new_bytes + before.queue_retx_bytes >= period.capacity_bytes > 0
+    ]
+    delivered = sum(r.delivered_bytes for r in saturated)
+    capacity = sum(r.capacity_bytes for r in saturated)
     first, last = reports[0], reports[-1]
     return {
         # TTIs run per wall-clock second: 1.0 when the TTI clock keeps real time.
         "tti_clock_ratio": (last.tti_end - first.tti_end) * 1e6 / (last.time_ns - first.time_ns),
-        "backlogged_periods": len(backlogged),
+        "saturated_periods": len(saturated),
         "periods": len(reports),
         "delivered_over_capacity": delivered / capacity if capacity else float("nan"),
         "lateness_p50_us": summary["tti_lateness_ns"]["p50"] / 1e3,
@@ -220,8 +229,8 @@ def print_forwarding(seconds: float) -> None:
 def print_fidelity(seconds: float) -> None:
     result = fidelity(seconds)
     console.print(
-        f"fidelity (piecewise 5-50 Mbit/s, 0.2 s period, CUBIC, backlogged periods "
-        f"{result['backlogged_periods']}/{result['periods']}): delivered/capacity "
+        f"fidelity (piecewise 5-50 Mbit/s, 0.2 s period, CUBIC, periods that began with their capacity queued "
+        f"{result['saturated_periods']}/{result['periods']}): delivered/capacity "
         f"{result['delivered_over_capacity']:.4f}; TTIs per wall-clock ms {result['tti_clock_ratio']:.5f}; "
         f"TTI lateness p50 {result['lateness_p50_us']:.0f} µs, "
         f"p99 {result['lateness_p99_us']:.0f} µs, max {result['lateness_max_us']:.0f} µs"
