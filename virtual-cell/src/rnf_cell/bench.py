@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +144,7 @@ def fidelity(seconds: float) -> dict[str, float]:
     # than a TTI's capacity (CUBIC's after a loss, at 50 Mbit/s) leaves capacity unused by the sender's doing.
     saturated = [
         period
-        for before, period in zip(reports, reports[1:])
+        for before, period in pairwise(reports)
         if period.period == before.period + 1
         and before.queue_new_bytes + before.queue_retx_bytes >= period.capacity_bytes > 0
     ]
