@@ -9,7 +9,8 @@ VENV := .venv
 RNF := $(VENV)/bin/rnf
 UV_VERSION := 0.13.9
 APT_PACKAGES := iproute2 iputils-ping ethtool iperf3 socat tcpdump nftables python3-venv python3-pip \
-	build-essential pkg-config libzmq3-dev influxdb gnuradio python3-zmq python3-pytest curl debootstrap
+	build-essential pkg-config libzmq3-dev influxdb gnuradio python3-zmq python3-pytest curl debootstrap \
+	clang bpftool libbpf-dev
 # The datapath needs Rust 1.85 (edition 2024): Debian 12's cargo is 1.63, its cargo-web is 1.85 or later. Used when
 # neither cargo nor rustup's ~/.cargo/bin/cargo is there.
 RUST_APT_PACKAGES := cargo-web rustc-web
@@ -17,6 +18,9 @@ RUST_APT_PACKAGES := cargo-web rustc-web
 CARGO = $(shell command -v cargo || echo $$HOME/.cargo/bin/cargo)
 DATAPATH := virtual-cell/datapath/target/release/rnf-cell-dp
 RELAY := proxy/relay/target/release/librnf_relay.so
+# DCTCP for end-to-end arms (cc = "dctcp") on kernels without tcp_dctcp: a BPF program built against this kernel's BTF.
+DCTCP := experiments/bpf/build/rnf_dctcp.bpf.o
+BTF := /sys/kernel/btf/vmlinux
 STAMP := .make
 
 .PHONY: help setup system-packages python rust lock demo test lint bench bench-latency bench-validation srsran clean
@@ -29,7 +33,7 @@ help:
 	@echo "make bench-validation   the controllers on the drive traces outside the suite (docs/benchmarks.md, Validation)"
 	@echo "make srsran  srsRAN_4G release_23_11 with enb-patches/ built in SRSRAN_DIR ($(SRSRAN_DIR)); prints SRSRAN_BUILD"
 
-setup: $(STAMP)/system $(STAMP)/python $(DATAPATH) $(RELAY)
+setup: $(STAMP)/system $(STAMP)/python $(DATAPATH) $(RELAY) $(DCTCP)
 
 system-packages: $(STAMP)/system
 $(STAMP)/system:
@@ -55,6 +59,11 @@ lock: | $(UV)
 rust: $(DATAPATH) $(RELAY)
 $(DATAPATH): $(STAMP)/system $(shell find virtual-cell/datapath/src -name '*.rs' 2>/dev/null) virtual-cell/datapath/Cargo.toml
 	$(CARGO) build --release --locked --quiet --manifest-path virtual-cell/datapath/Cargo.toml
+
+$(DCTCP): $(STAMP)/system experiments/bpf/rnf_dctcp.bpf.c
+	@if [ -r $(BTF) ]; then mkdir -p $(@D) && bpftool btf dump file $(BTF) format c > $(@D)/vmlinux.h && \
+		clang -O2 -g -target bpf -Wall -Werror -I $(@D) -c experiments/bpf/rnf_dctcp.bpf.c -o $@; \
+	else echo "make: $(BTF) is missing, so no BPF DCTCP: cc = 'dctcp' arms need a kernel with tcp_dctcp"; fi
 
 $(RELAY): $(STAMP)/system $(shell find proxy/relay/src -name '*.rs' 2>/dev/null) proxy/relay/Cargo.toml
 	$(CARGO) build --release --locked --quiet --manifest-path proxy/relay/Cargo.toml

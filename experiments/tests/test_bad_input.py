@@ -225,6 +225,11 @@ RUN_OVERRIDES = [
     # the demo cell's UEs drop at the tail only: nothing would ever mark
     ("arms.0.ecn=true", "arms[0].ecn: the arm's virtual cell cannot mark (no UE has a queue discipline other"),
     ("arms.0.ecn=3", "arms[0].ecn: Input should be a valid boolean"),
+    # DCTCP's receiver must run it too, and the proxy's socket toward the server does not
+    (
+        "arms=[{name='d', kind='proxy', controller={kind='itcp'}, cc='dctcp'}]",
+        "arms[0].cc: 'dctcp' needs its receiver to run it too",
+    ),
 ]
 
 

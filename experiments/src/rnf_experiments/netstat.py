@@ -1,8 +1,9 @@
-"""TCP counters of a network namespace (/proc/net/snmp, /proc/net/netstat): retransmissions and timeouts.
+"""TCP counters of a network namespace (/proc/net/snmp, /proc/net/netstat): retransmissions, timeouts and ECN.
 
 The runner reads them in every namespace that sends TCP (server, core, UEs) before and after an arm's traffic;
 the difference is what the arm's senders did: retransmitted segments, retransmission timeouts, and the timeouts
-the kernel later found spurious (F-RTO, RFC 5682), paper 000's culprit.
+the kernel later found spurious (F-RTO, RFC 5682), paper 000's culprit, and the segments its senders learnt were
+delivered with CE (an ECE on the ACK that covered them; with DCTCP's per-segment echo, the cell's CE marks).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ COUNTERS = {
     ("Tcp", "RetransSegs"): "retrans_segments",
     ("TcpExt", "TCPTimeouts"): "rto",
     ("TcpExt", "TCPSpuriousRTOs"): "spurious_rto",
+    ("TcpExt", "TCPDeliveredCE"): "delivered_ce",
 }
 
 

@@ -41,7 +41,7 @@ from rnf_monitoring.recorder import FanOutRecorder, RecorderStats, recorder_from
 from rnf_proxy.proxy import Proxy
 from rnf_telemetry.record import Recorder
 
-from rnf_experiments import netstat
+from rnf_experiments import congestion, netstat
 from rnf_experiments.cells import Cell, open_cell
 from rnf_experiments.scenario import (
     Arm,
@@ -219,7 +219,8 @@ async def _run_flows(context: ArmContext, cell: Cell, recorder: Recorder) -> Non
                     sys.executable, "-m", "rnf_experiments.traffic", "client",
                     *_client_arguments(traffic, scenario.duration_s, delay),
                     "--name", name, "--ue", str(ue), "--server", str(SERVER_IP), "--port", str(TRAFFIC_PORT),
-                    "--cc", context.arm.cc, "--delay", str(delay), "--out", str(flows_dir / f"{name}.json"),
+                    "--cc", congestion.kernel_name(context.arm.cc), "--delay", str(delay),
+                    "--out", str(flows_dir / f"{name}.json"),
                     stdout=asyncio.subprocess.PIPE,
                 )  # fmt: skip
                 processes.append(process)
@@ -352,6 +353,8 @@ def run_scenario(
 ) -> Path:
     """Every variant (sweep value) x repetition x arm, each in `runs/<folder>/` with its run.json; `Stopped` when
     SIGINT or SIGTERM ended it early (the results folder then says so)."""
+    for arm in scenario.arms:  # before any arm runs: a congestion control the kernel lacks ends the run here
+        congestion.kernel_name(arm.cc)
     results = create_results(output_root, scenario)
     write_metadata(results, scenario, raw, overrides)
     plan = [

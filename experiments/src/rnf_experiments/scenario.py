@@ -104,21 +104,24 @@ class Sweep(Strict):
 class Arm(Strict):
     """One thing compared.
 
-    `e2e`: end-to-end TCP, the server's congestion control `cc`, no proxy. `proxy`: the split proxy in the core
-    with `controller` (a controller table of proxy/README.md, e.g. `{ kind = "smvs" }`) and any further proxy
-    settings in `proxy`; `cc` is then the server's algorithm on the wired side.
+    `e2e`: end-to-end TCP, the server's congestion control `cc`, no proxy. `cc = "dctcp"` (end to end only) is
+    RFC 8257's scalable sender, the kernel's or a BPF program where it has none (`rnf_experiments.congestion`); the
+    UE's socket runs it too, to echo CE per segment. `proxy`: the split proxy in the core with `controller` (a
+    controller table of proxy/README.md, e.g. `{ kind = "smvs" }`) and any further proxy settings in `proxy`; `cc`
+    is then the server's algorithm on the wired side.
 
     `queue_discipline` (virtual cell only): the RLC queue discipline of every UE of the cell for this arm, as a
     UE's `queue_discipline` (virtual-cell/README.md); unset, each UE keeps the cell file's. `ecn`: TCP negotiates
     ECN (`net.ipv4.tcp_ecn` 1 in the server's, the core's and the UEs' namespaces, else 0); unset, on exactly when
-    the arm's cell can mark (a discipline other than `tail_drop` on some UE, or an ACK Regulator, which sets ECE).
+    the arm's cell can mark (a discipline other than `tail_drop` on some UE, or an ACK Regulator, which sets ECE)
+    or its `cc` is `dctcp`.
     `ack_regulator` (virtual cell only): paper 003's ACK Regulator on every UE for this arm, as a UE's
     `ack_regulator` (`{}` for its defaults).
     """
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     kind: Literal["e2e", "proxy"] = "e2e"
-    cc: Literal["cubic", "bbr", "reno"] = "cubic"
+    cc: Literal["cubic", "bbr", "reno", "dctcp"] = "cubic"
     controller: dict[str, Any] | None = None
     proxy: dict[str, Any] = Field(default_factory=dict)
     queue_discipline: QueueDiscipline | None = None
@@ -184,6 +187,11 @@ class Scenario(Strict):
             if traffic.start_s >= self.duration_s:
                 raise ValueError(f"traffic[{index}].start_s: {traffic.start_s} s is not before duration_s")
         for index, arm in enumerate(self.arms):
+            if arm.cc == "dctcp" and arm.kind == "proxy":
+                raise ValueError(
+                    f"arms[{index}].cc: 'dctcp' needs its receiver to run it too, and the proxy's socket does not; "
+                    "use it end to end (kind = 'e2e')"
+                )
             if arm.queue_discipline is not None and not isinstance(self.cell, VirtualCellSpec):
                 raise ValueError(
                     f"arms[{index}].queue_discipline: the {self.cell.kind} cell has no queue discipline to set "
@@ -229,8 +237,11 @@ def arm_marks(cell: CellSpec, arm: Arm) -> bool:
 
 
 def arm_ecn(cell: CellSpec, arm: Arm) -> bool:
-    """Whether TCP negotiates ECN in the arm's run: as it states, else where its cell can mark."""
-    return arm_marks(cell, arm) if arm.ecn is None else arm.ecn
+    """Whether TCP negotiates ECN in the arm's run: as it states, else where its cell can mark or its sender is
+    DCTCP (which is ECN's or Reno's)."""
+    if arm.ecn is not None:
+        return arm.ecn
+    return arm.cc == "dctcp" or arm_marks(cell, arm)
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

@@ -29,6 +29,8 @@ from typing import Literal
 
 from rnf_foundation.tcp import tcp_info
 
+from rnf_experiments import congestion
+
 ProgressCallback = Callable[[int, int], None]
 CHUNK = 256 * 1024
 PROGRESS_INTERVAL_S = 0.1
@@ -135,6 +137,8 @@ def _serve_one(connection: socket.socket) -> None:
                 connection.shutdown(socket.SHUT_WR)
                 connection.recv(1)  # wait for the client's close, so the FIN is not reset
             else:
+                if congestion.needs_receiver(request.cc):
+                    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, request.cc.encode())
                 receipt = Receipt()
                 _receive_all(reader.read1, receipt)  # read1: bytes buffered with the request line come first
                 connection.sendall(json.dumps(asdict(receipt)).encode() + b"\n")
@@ -184,6 +188,9 @@ def _download(
     """One download over a new connection, into `receipt`; `on_connected` gets the time the connection was up."""
     with _connect(server, port, deadline) as connection:
         on_connected(time.time_ns())
+        if congestion.needs_receiver(request.cc):
+            # after the handshake: a SYN sent by DCTCP is ECT, and a listener that does not run it refuses ECN then
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, request.cc.encode())
         connection.sendall(request.encode())
 
         def receive(size: int) -> bytes:
