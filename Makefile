@@ -66,6 +66,8 @@ $(DCTCP): $(STAMP)/system experiments/bpf/rnf_dctcp.bpf.c
 	mkdir -p $(@D)
 	bpftool btf dump file $(BTF) format c > $(@D)/vmlinux.h
 	clang -O2 -g -target bpf -Wall -Werror -I $(@D) -c experiments/bpf/rnf_dctcp.bpf.c -o $@
+	@# a build registered before stays until unregistered: the next arm that asks registers this one
+	-@bpftool struct_ops unregister name rnf_dctcp >/dev/null 2>&1
 
 $(RELAY): $(STAMP)/system $(shell find proxy/relay/src -name '*.rs' 2>/dev/null) proxy/relay/Cargo.toml
 	$(CARGO) build --release --locked --quiet --manifest-path proxy/relay/Cargo.toml

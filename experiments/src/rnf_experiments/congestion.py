@@ -26,7 +26,7 @@ def available() -> set[str]:
 
 def kernel_name(cc: str) -> str:
     """The name the kernel knows the arm's `cc` by; for `dctcp` without the kernel's module, the BPF program's,
-    registered first if it is not yet."""
+    registered first if it is not yet (`make setup` unregisters an earlier build when it builds a new one)."""
     if cc != "dctcp":
         return cc
     names = available()
