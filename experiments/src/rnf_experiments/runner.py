@@ -209,6 +209,7 @@ async def _run_flows(context: ArmContext, cell: Cell, recorder: Recorder) -> Non
     flows_dir.mkdir()
     clients: list[asyncio.Task[None]] = []
     processes: list[asyncio.subprocess.Process] = []
+    cc = congestion.kernel_name(context.arm.cc)
     for index, traffic in enumerate(scenario.traffic):
         for ue in traffic.ues or range(1, len(scenario.cell.ues) + 1):
             for instance in range(traffic.flows):
@@ -219,8 +220,7 @@ async def _run_flows(context: ArmContext, cell: Cell, recorder: Recorder) -> Non
                     sys.executable, "-m", "rnf_experiments.traffic", "client",
                     *_client_arguments(traffic, scenario.duration_s, delay),
                     "--name", name, "--ue", str(ue), "--server", str(SERVER_IP), "--port", str(TRAFFIC_PORT),
-                    "--cc", congestion.kernel_name(context.arm.cc), "--delay", str(delay),
-                    "--out", str(flows_dir / f"{name}.json"),
+                    "--cc", cc, "--delay", str(delay), "--out", str(flows_dir / f"{name}.json"),
                     stdout=asyncio.subprocess.PIPE,
                 )  # fmt: skip
                 processes.append(process)

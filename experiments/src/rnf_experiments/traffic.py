@@ -123,6 +123,10 @@ def _send(connection: socket.socket, request: Request) -> None:
             remaining -= sent
 
 
+def _use_congestion_control(connection: socket.socket, cc: str) -> None:
+    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+
+
 def _serve_one(connection: socket.socket) -> None:
     with connection:
         reader = connection.makefile("rb")
@@ -132,13 +136,13 @@ def _serve_one(connection: socket.socket) -> None:
             return
         try:
             if request.direction == "down":
-                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, request.cc.encode())
+                _use_congestion_control(connection, request.cc)
                 _send(connection, request)
                 connection.shutdown(socket.SHUT_WR)
                 connection.recv(1)  # wait for the client's close, so the FIN is not reset
             else:
                 if congestion.needs_receiver(request.cc):
-                    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, request.cc.encode())
+                    _use_congestion_control(connection, request.cc)
                 receipt = Receipt()
                 _receive_all(reader.read1, receipt)  # read1: bytes buffered with the request line come first
                 connection.sendall(json.dumps(asdict(receipt)).encode() + b"\n")
@@ -190,7 +194,7 @@ def _download(
         on_connected(time.time_ns())
         if congestion.needs_receiver(request.cc):
             # after the handshake: a SYN sent by DCTCP is ECT, and a listener that does not run it refuses ECN then
-            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, request.cc.encode())
+            _use_congestion_control(connection, request.cc)
         connection.sendall(request.encode())
 
         def receive(size: int) -> bytes:
@@ -299,7 +303,7 @@ def upload(
         with _connect(server, port, deadline) as connection:
             result.connected_ns = time.time_ns()
             deadline.arm(connection)  # bounds every send and the wait for the server's receipt
-            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, request.cc.encode())
+            _use_congestion_control(connection, request.cc)
             connection.sendall(request.encode())
             stop = threading.Event()
             sent_before = len(request.encode())
