@@ -13,6 +13,7 @@ import numpy as np
 
 from rnf_experiments.analysis import ArmRun
 
+ARM_MARKERS = "os^DvP"
 SHARE_PERIODS = 10  # the resource-block panel sums this many telemetry periods: 100 ms at 10 ms, readable at 20 s
 
 
@@ -103,15 +104,29 @@ def sweep(runs: list[dict[str, Any]], parameter: str, path: Path) -> None:
 
 
 def throughput_delay(runs: list[dict[str, Any]], path: Path, title: str = "") -> None:
-    """Pantheon's plot: goodput against 95th-percentile one-way delay, one point per run, one colour per arm."""
+    """Pantheon's plot: goodput against 95th-percentile one-way delay, one point per run, one colour and marker per
+    arm, each arm named beside its mean."""
     figure, axis = plt.subplots(figsize=(7, 5))
     if title:
         axis.set_title(title)
     arms = sorted({r["arm"] for r in runs})
-    for arm in arms:
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, arm in enumerate(arms):
         points = [(r["delay_p95_ms"], r["goodput_mbps"]) for r in runs if r["arm"] == arm]
         delays, goodputs = zip(*points, strict=True)
-        axis.scatter(delays, goodputs, label=arm, s=40)
+        # past the colour cycle the marker changes, so that no two arms look alike
+        style = {
+            "color": colours[index % len(colours)],
+            "marker": ARM_MARKERS[index // len(colours) % len(ARM_MARKERS)],
+        }
+        axis.scatter(delays, goodputs, label=arm, s=40, **style)
+        axis.annotate(
+            arm,
+            (float(np.mean(delays)), float(np.mean(goodputs))),
+            xytext=(4, 4),
+            textcoords="offset points",
+            fontsize=7,
+        )
     axis.set_xlabel("95th percentile one-way delay in the cell (ms)")
     axis.set_ylabel("goodput (Mbit/s)")
     axis.invert_xaxis()  # better is up and to the right, as in Pantheon
