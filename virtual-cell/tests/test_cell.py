@@ -189,7 +189,7 @@ def test_the_discard_timer_bounds_every_delivered_packets_wait_and_counts_what_i
 def test_with_scheduling_requests_the_ues_packets_leave_in_one_bunch_per_occasion(cell_data, tmp_path):
     # pings from the UE every 7 ms for 0.7 s, scheduling requests every 100 ms: each echo request waits for the next
     # occasion, then 8 ms (grant, PUSCH) and the 10 ms uplink delay; the wired path (5 ms each way) and the 10 ms
-    # backhaul bring the reply. So every RTT is at most 8 + 10 + 5 + 5 + 10 = 38 ms and 100 ms more (and a TTI), and
+    # backhaul bring the reply. So every RTT is at most 8 + 10 + 5 + 5 + 10 = 38 ms plus 100 ms (and a TTI), and
     # the replies come back in bunches 100 ms apart, each of the requests sent within one period. A request that
     # arrives after an occasion but before that occasion's grant reaches the UE (4 ms) goes with it (uplink.rs), so
     # the least RTT is 4 + 30 = 34 ms; without the scheduling requests it would be 30 (37.6 ms seen, 2026-11-29). These

@@ -13,7 +13,7 @@ import numpy as np
 
 from rnf_experiments.analysis import ArmRun
 
-ARM_MARKERS = "os^DvP"
+ARM_MARKERS = "os^DvP"  # one per ten arms, the length of matplotlib's colour cycle
 SHARE_PERIODS = 10  # the resource-block panel sums this many telemetry periods: 100 ms at 10 ms, readable at 20 s
 
 
@@ -115,11 +115,8 @@ def throughput_delay(runs: list[dict[str, Any]], path: Path, title: str = "") ->
         points = [(r["delay_p95_ms"], r["goodput_mbps"]) for r in runs if r["arm"] == arm]
         delays, goodputs = zip(*points, strict=True)
         # past the colour cycle the marker changes, so that no two arms look alike
-        style = {
-            "color": colours[index % len(colours)],
-            "marker": ARM_MARKERS[index // len(colours) % len(ARM_MARKERS)],
-        }
-        axis.scatter(delays, goodputs, label=arm, s=40, **style)
+        marker = ARM_MARKERS[index // len(colours) % len(ARM_MARKERS)]
+        axis.scatter(delays, goodputs, label=arm, s=40, color=colours[index % len(colours)], marker=marker)
         axis.annotate(
             arm,
             (float(np.mean(delays)), float(np.mean(goodputs))),
