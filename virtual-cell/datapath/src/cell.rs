@@ -122,6 +122,11 @@ impl Cell {
         self.next_tti
     }
 
+    /// The TTI at which UE `ue`'s trace started (its t = 0); none while it waits for the UE's first packet.
+    pub fn trace_origin(&self, ue: usize) -> Option<u64> {
+        self.ues[ue].trace_origin
+    }
+
     /// An SDU enters UE `ue`'s RLC queue (after the backhaul delay); given back when dropped at the tail.
     pub fn enqueue(&mut self, ue: usize, sdu: Sdu) -> Result<(), Sdu> {
         let state = &mut self.ues[ue];

@@ -286,6 +286,8 @@ struct Datapath {
     to_server: WiredLink<Vec<u8>>,
     cell: Cell,
     clock: TtiClock,
+    /// `CLOCK_REALTIME` minus `CLOCK_MONOTONIC` when the clock started, ns: a TTI's time as the packet log's.
+    realtime_offset_ns: u64,
     lateness: LatenessHistogram,
     pool: Pool,
     scratch: Vec<u8>,
@@ -349,6 +351,7 @@ impl Datapath {
             to_server: WiredLink::new(w.rate_bps, w.delay_us * 1000, w.queue_limit_bytes),
             cell,
             clock: TtiClock::new(0, config.tti_us, config.duration_ms),
+            realtime_offset_ns: 0,
             lateness: LatenessHistogram::default(),
             pool: Pool { free: Vec::new() },
             scratch: vec![0; 65536],
@@ -372,6 +375,7 @@ impl Datapath {
 
     fn run(&mut self) -> Result<(), String> {
         self.clock.start_ns = monotonic_ns();
+        self.realtime_offset_ns = realtime_ns() - self.clock.start_ns;
         for uplink in &mut self.uplink_timing {
             uplink.set_start_ns(self.clock.start_ns);
         }
@@ -688,6 +692,9 @@ impl Datapath {
             reports_dropped: self.stats.reports_dropped,
             packet_log_dropped: self.stats.packet_log_dropped,
             send_errors: self.stats.send_errors,
+            trace_started_ns: (0..self.devices.ues.len())
+                .map(|ue| self.cell.trace_origin(ue).map(|tti| self.clock.due_ns(tti) + self.realtime_offset_ns))
+                .collect(),
         }
     }
 

@@ -86,6 +86,9 @@ pub struct Summary {
     pub packet_log_dropped: u64,
     /// Packets the kernel refused on write (TUN) or send (AF_PACKET), e.g. a full device queue.
     pub send_errors: u64,
+    /// Per UE, when its trace's t = 0 was (its first TTI's start, `CLOCK_REALTIME` ns as the packet log's); none
+    /// for a UE whose trace waited for a first packet that never came.
+    pub trace_started_ns: Vec<Option<u64>>,
 }
 
 /// One downlink SDU in the packet log: delivered, or dropped by the queue discipline (`AQM_DROPPED`).
@@ -219,12 +222,14 @@ mod tests {
             reports_dropped: 12,
             packet_log_dropped: 13,
             send_errors: 14,
+            trace_started_ns: vec![Some(15), None],
         };
         let value: serde_json::Value = serde_json::to_value(&summary).unwrap();
         assert_eq!(value["type"], "summary");
         assert_eq!(value["tti_lateness_ns"]["p999"], 4);
         assert_eq!(value["wired"]["dropped_packets"], 11);
         assert_eq!(value["reports_dropped"], 12);
+        assert_eq!(value["trace_started_ns"], serde_json::json!([15, null]));
     }
 
     #[test]
