@@ -6,7 +6,16 @@ from pathlib import Path
 import pytest
 from rnf_experiments.cells.spec import VirtualCellSpec
 from rnf_experiments.runner import schedule
-from rnf_experiments.scenario import arm_cell, arm_ecn, check_inputs, expand, load_scenario, parse_override
+from rnf_experiments.scenario import (
+    arm_cell,
+    arm_ecn,
+    check_inputs,
+    expand,
+    load_scenario,
+    parse_override,
+    proxy_config,
+    telemetry_period,
+)
 from rnf_foundation.errors import UserError
 
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
@@ -163,3 +172,27 @@ def test_an_arm_states_the_discipline_of_every_ue_and_ecn_follows_marking_unless
     # a UE's own discipline in the cell file: an arm that states none keeps it, and negotiates ECN
     scenario, _ = load_scenario(SCENARIOS / "demo.toml", ["cell.ues.0.queue_discipline={kind='codel'}"])
     assert all(arm_ecn(scenario.cell, arm) for arm in scenario.arms if arm.queue_discipline is None)
+
+
+def test_a_controller_steps_once_per_report_of_its_cell_unless_it_states_the_same_step():
+    arms = (
+        "arms=[{name='smvs', kind='proxy', controller={kind='smvs'}},"
+        " {name='itcp', kind='proxy', controller={kind='itcp'}}]"
+    )
+    scenario, _ = load_scenario(SCENARIOS / "demo.toml", [arms, "cell.telemetry.period_ms=5"])
+    period_s, key = telemetry_period(scenario.cell)
+    assert (period_s, key) == (0.005, "cell.telemetry.period_ms")
+    smvs, itcp = (proxy_config(arm, None, "tcp://127.0.0.1:5555", period_s) for arm in scenario.arms)
+    assert smvs.controller.ts_s == 0.005  # a report every 5 ms: the rate is the bytes of 5 ms over 5 ms
+    assert smvs.tick_s == 0.005
+    assert not hasattr(itcp.controller, "ts_s")  # itcp has no step to set
+    stated = "arms=[{name='smvs', kind='proxy', controller={kind='smvs', ts_s=0.005}}]"
+    scenario, _ = load_scenario(SCENARIOS / "demo.toml", [stated, "cell.telemetry.period_ms=5"])
+    assert proxy_config(scenario.arms[0], None, "tcp://127.0.0.1:5555", 0.005).controller.ts_s == 0.005
+    with pytest.raises(UserError) as raised:
+        load_scenario(SCENARIOS / "demo.toml", [stated])  # the cell reports every 10 ms
+    assert "arms[0].controller.ts_s: 0.005 s is not the cell's report period, 10 ms (cell.telemetry.period_ms)" in (
+        raised.value.message
+    )
+    srsran = load_scenario(SCENARIOS / "srsran-smvs.toml")[0]
+    assert telemetry_period(srsran.cell) == (0.01, "cell.telemetry_period_ms")

@@ -54,6 +54,7 @@ from rnf_experiments.scenario import (
     expand,
     file_name_part,
     proxy_config,
+    telemetry_period,
 )
 
 TRAFFIC_PORT = 5201
@@ -263,7 +264,8 @@ async def run_arm(context: ArmContext) -> RecorderStats | None:
                 }
                 before = {role: await netstat.read(namespace) for role, namespace in senders.items()}
                 if context.arm.kind == "proxy":
-                    config = proxy_config(context.arm, cell.names.core, cell.telemetry_endpoint)
+                    period_s, _ = telemetry_period(context.scenario.cell)
+                    config = proxy_config(context.arm, cell.names.core, cell.telemetry_endpoint, period_s)
                     async with Proxy(config, recorder):
                         await _run_flows(context, cell, recorder)
                 else:

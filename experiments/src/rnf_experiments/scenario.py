@@ -8,6 +8,7 @@ what a run needs from the machine: trace files (some are fetched, not committed)
 from __future__ import annotations
 
 import copy
+import math
 import os
 import re
 import tomllib
@@ -141,13 +142,29 @@ class Arm(Strict):
         return self
 
 
-def proxy_config(arm: Arm, namespace: str | None, endpoint: str) -> ProxyConfig:
-    """The proxy of a proxy arm, in the cell's core namespace, subscribed to the cell's telemetry."""
+def proxy_config(
+    arm: Arm, namespace: str | None, endpoint: str, telemetry_period_s: float | None = None
+) -> ProxyConfig:
+    """The proxy of a proxy arm, in the cell's core namespace, subscribed to the cell's telemetry. A controller
+    with a step Ts (`ts_s`) that does not state one steps at `telemetry_period_s`, the cell's report period: it
+    takes one step per report."""
     data = arm.proxy | {"namespace": namespace, "controller": arm.controller, "telemetry": {"endpoint": endpoint}}
     try:
-        return ProxyConfig.model_validate(data)
+        config = ProxyConfig.model_validate(data)
+        if telemetry_period_s is not None and arm.controller is not None and "ts_s" not in arm.controller:
+            if hasattr(config.controller, "ts_s"):
+                data["controller"] = arm.controller | {"ts_s": telemetry_period_s}
+                config = ProxyConfig.model_validate(data)
     except ValidationError as error:
         raise ValueError(format_validation_error(f"arms.{arm.name}", error)) from None
+    return config
+
+
+def telemetry_period(cell: CellSpec) -> tuple[float, str]:
+    """How often the cell reports each UE, in seconds, and the scenario key that sets it."""
+    if isinstance(cell, VirtualCellSpec):
+        return cell.telemetry.period_ms / 1000, "cell.telemetry.period_ms"
+    return cell.telemetry_period_ms / 1000, "cell.telemetry_period_ms"
 
 
 class Execution(Strict):
@@ -186,7 +203,15 @@ class Scenario(Strict):
                     raise ValueError(f"traffic[{index}].ues: UE {ue} is not one of the cell's {len(self.cell.ues)}")
             if traffic.start_s >= self.duration_s:
                 raise ValueError(f"traffic[{index}].start_s: {traffic.start_s} s is not before duration_s")
+        period_s, period_key = telemetry_period(self.cell)
         for index, arm in enumerate(self.arms):
+            stated_ts = (arm.controller or {}).get("ts_s")
+            if stated_ts is not None and not math.isclose(float(stated_ts), period_s, rel_tol=1e-9):
+                raise ValueError(
+                    f"arms[{index}].controller.ts_s: {float(stated_ts):g} s is not the cell's report period, "
+                    f"{period_s * 1000:g} ms ({period_key}); the controller takes one step per report: set both, "
+                    "or leave ts_s unset to follow the cell"
+                )
             if arm.cc == "dctcp" and arm.kind == "proxy":
                 raise ValueError(
                     f"arms[{index}].cc: 'dctcp' needs its receiver to run it too, and the proxy's socket does not; "
