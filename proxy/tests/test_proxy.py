@@ -12,6 +12,7 @@ configuration implies.
 
 import asyncio
 import gc
+import logging
 import os
 import subprocess
 import threading
@@ -121,6 +122,27 @@ async def until(condition, timeout: float = 5.0) -> None:
 
 def sent(proxy: Proxy, ue: str) -> int:
     return sum(sockets.tcp_info(flow.ue).bytes_sent for flow in proxy.aggregates[ue].flows)
+
+
+def test_a_report_period_other_than_the_controllers_step_is_named_once(net, caplog):
+    enb = FixedQueueEnb()  # the controller's Ts is 10 ms; this eNB reports every 5 ms
+
+    async def scenario():
+        async with Proxy(config(net, enb.endpoint)) as proxy:
+            for seq in range(200):  # until the subscription has joined, then a few more
+                enb.publisher.send(replace(enb.message(0, "172.16.0.2"), seq=seq, period_us=5000))
+                await asyncio.sleep(0.005)
+                if "172.16.0.2" in proxy.aggregates and seq > 20:
+                    break
+
+    with caplog.at_level(logging.WARNING, logger="rnf.proxy"):
+        asyncio.run(scenario())
+    enb.close()
+    warned = [record.getMessage() for record in caplog.records if "telemetry period" in record.getMessage()]
+    assert warned == [
+        "telemetry period 5 ms differs from the controller's step Ts = 10 ms: it steps once per report, so its rates "
+        "and horizons are off by their ratio; set controller.ts_s to the eNB's period"
+    ]
 
 
 @pytest.mark.ues(2)

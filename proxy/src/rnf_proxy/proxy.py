@@ -448,7 +448,10 @@ class Proxy:
             if not self._period_warned and abs(message.period_us * 1e-6 - self.config.tick_s) > 1e-4:
                 self._period_warned = True
                 log.warning(
-                    "telemetry period %g ms differs from Ts = %g ms", message.period_us / 1e3, self.config.tick_s * 1e3
+                    "telemetry period %g ms differs from the controller's step Ts = %g ms: it steps once per report, "
+                    "so its rates and horizons are off by their ratio; set controller.ts_s to the eNB's period",
+                    message.period_us / 1e3,
+                    self.config.tick_s * 1e3,
                 )
             aggregate = self._aggregate(message.ue_ip)
             sample = RanSample.from_message(message, aggregate.take_released())
