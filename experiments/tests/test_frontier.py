@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -86,3 +87,28 @@ def test_cli_prints_the_curve_and_sets_a_results_folders_arms_beside_it(tmp_path
     assert wrong.exit_code != 0 and "no arm at point '0.04'" in wrong.output and "smvs" in wrong.output
     alone = CliRunner().invoke(cli, ["frontier", trace, "--point", "0.04"])
     assert alone.exit_code != 0 and "--point needs --results" in alone.output
+
+
+def test_cli_says_when_the_goals_delay_is_under_the_least_any_target_reaches(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    arms = {"bbr": {"utilization": 0.95, "delay_p95_ms": 80.0}, "cubic": {"utilization": 0.99, "delay_p95_ms": 40.0}}
+    (results / "summary.json").write_text(json.dumps({"arms": arms}))
+    trace = '{ generator = "constant", rate_mbps = 12 }'  # 1500 B per 1 ms TTI, 1 s, backhaul 10 ms
+    result = CliRunner().invoke(cli, ["frontier", trace, "--results", str(results)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    # The smallest target, 3000 B, is 2 ms of queue behind the 10 ms backhaul: no target waits less. Its first
+    # 3000 B, sent at 0 ms before any report, are served in TTIs 10-11; the report at 10 ms answers with 4500 B
+    # landing at 20 ms, so TTIs 12-19 serve nothing: 982 of the 990 TTIs counted from 10 ms, 99.2 %. A larger
+    # target may serve more at the same 12 ms (the delay counts whole TTIs), never less.
+    least = re.search(r"the least p95 delay any target reaches: ([\d.]+) ms, at ([\d.]+) %", result.output)
+    assert least is not None, result.output
+    assert float(least[1]) == 12.0
+    assert 99.2 <= float(least[2]) < 100
+    # the goal's delay, 0.25 x CUBIC's 40 ms, is 10 ms: under what any target reaches
+    assert "at p95 <= 10.0 ms" in result.output
+    assert "the goal's delay is under the least any target reaches (12.0 ms)" in result.output
+    arms["cubic"]["delay_p95_ms"] = 48.0 + 1.0  # 12.25 ms: reachable, said no more
+    (results / "summary.json").write_text(json.dumps({"arms": arms}))
+    reachable = CliRunner().invoke(cli, ["frontier", trace, "--results", str(results)], terminal_width=200)
+    assert reachable.exit_code == 0 and "under the least" not in reachable.output

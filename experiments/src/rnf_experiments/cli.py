@@ -625,6 +625,11 @@ def frontier_command(
                 f"{milestone * 100:g}", _f(best.delay_p95_ms, 1), _f(best.target_bytes / 1e3, 1), str(best.window_ms)
             )
     console.print(table)
+    least = points[0]  # the envelope, by delay
+    console.print(
+        f"the least p95 delay any target reaches: {least.delay_p95_ms:.1f} ms, at {least.utilization * 100:.1f} % "
+        f"(target {least.target_bytes / 1e3:.1f} kB)"
+    )
     if results is not None and arms is not None:
         _frontier_beside(f"{results.name}{f' @ {point}' if point else ''}", arms, points)
 
@@ -681,8 +686,10 @@ def _frontier_beside(title: str, chosen: dict[str, dict[str, Any]], points: list
     if math.isnan(ceiling):
         return
     needed = frontier.delay_at(points, goals.UTILIZATION_GOAL)
+    least = points[0].delay_p95_ms
+    below = f"; the goal's delay is under the least any target reaches ({least:.1f} ms)" if ceiling < least else ""
     console.print(
         f"goal: utilization >= {goals.UTILIZATION_GOAL * 100:g} % at p95 <= {ceiling:.1f} ms (min of "
         f"{goals.BBR_DELAY_GOAL:g} x BBR's, {goals.CUBIC_DELAY_GOAL:g} x CUBIC's); the ideal fixed-target sender "
-        f"needs {_f(needed, 1)} ms there ({_f(needed / ceiling, 2)} x the goal's)"
+        f"needs {_f(needed, 1)} ms there ({_f(needed / ceiling, 2)} x the goal's){below}"
     )
