@@ -24,6 +24,7 @@ import pytest
 import zmq
 from rnf_proxy import Proxy, ProxyConfig, netns, sockets
 from rnf_proxy.control import Mode
+from rnf_proxy.proxy import PERIOD_SAMPLES
 from rnf_proxy.rnf import RnfConfig
 from rnf_proxy.smvs import SmvsConfig
 from rnf_telemetry.message import TelemetryMessage, encode_multipart
@@ -124,25 +125,45 @@ def sent(proxy: Proxy, ue: str) -> int:
     return sum(sockets.tcp_info(flow.ue).bytes_sent for flow in proxy.aggregates[ue].flows)
 
 
-def test_a_report_period_other_than_the_controllers_step_is_named_once(net, caplog):
-    enb = FixedQueueEnb()  # the controller's Ts is 10 ms; this eNB reports every 5 ms
+@pytest.mark.parametrize(
+    ("periods_us", "warned"),
+    [
+        (
+            [5000],  # an eNB run with --telemetry.period_ms 5, the controller's Ts left at 10 ms
+            [
+                "telemetry period 5 ms differs from the controller's step Ts = 10 ms: it steps once per report, so its "
+                "rates and horizons are off by their ratio; set controller.ts_s to the eNB's period"
+            ],
+        ),
+        # srsenb's measured intervals about its 10 ms deadlines, with strays as far off as seen on the ZeroMQ
+        # radio (6.39 ms for 5 ms): the median is 10 ms
+        ([13000, 9594, 10400, 7000, 10000, 9800], []),
+    ],
+    ids=["other-period", "jitter"],
+)
+def test_a_report_period_other_than_the_controllers_step_is_named_once(net, caplog, periods_us, warned):
+    enb = FixedQueueEnb()
+
+    def report(seq: int) -> TelemetryMessage:
+        return replace(enb.message(0, "172.16.0.2"), seq=seq, period_us=periods_us[seq % len(periods_us)])
 
     async def scenario():
         async with Proxy(config(net, enb.endpoint)) as proxy:
-            for seq in range(200):  # until the subscription has joined, then a few more
-                enb.publisher.send(replace(enb.message(0, "172.16.0.2"), seq=seq, period_us=5000))
+            seq = 0
+            while "172.16.0.2" not in proxy.aggregates and seq < 500:  # until the subscription has joined
+                enb.publisher.send(report(seq))
+                seq += 1
                 await asyncio.sleep(0.005)
-                if "172.16.0.2" in proxy.aggregates and seq > 20:
-                    break
+            for later in range(seq, seq + 3 * PERIOD_SAMPLES):  # enough to judge, and more after
+                enb.publisher.send(report(later))
+                await asyncio.sleep(0.002)
+            await asyncio.sleep(0.05)
+            assert proxy.stats()["telemetry_accepted"] >= PERIOD_SAMPLES  # enough were judged either way
 
     with caplog.at_level(logging.WARNING, logger="rnf.proxy"):
         asyncio.run(scenario())
     enb.close()
-    warned = [record.getMessage() for record in caplog.records if "telemetry period" in record.getMessage()]
-    assert warned == [
-        "telemetry period 5 ms differs from the controller's step Ts = 10 ms: it steps once per report, so its rates "
-        "and horizons are off by their ratio; set controller.ts_s to the eNB's period"
-    ]
+    assert [record.getMessage() for record in caplog.records if "telemetry period" in record.getMessage()] == warned
 
 
 @pytest.mark.ues(2)
