@@ -126,9 +126,10 @@ def sent(proxy: Proxy, ue: str) -> int:
 
 
 @pytest.mark.parametrize(
-    ("periods_us", "warned"),
+    ("controller", "periods_us", "warned"),
     [
         (
+            SMVS,
             [5000],  # an eNB run with --telemetry.period_ms 5, the controller's Ts left at 10 ms
             [
                 "telemetry period 5 ms differs from the controller's step Ts = 10 ms: it steps once per report, so its "
@@ -137,18 +138,19 @@ def sent(proxy: Proxy, ue: str) -> int:
         ),
         # srsenb's measured intervals about its 10 ms deadlines, with strays as far off as seen on the ZeroMQ
         # radio (6.39 ms for 5 ms): the median is 10 ms
-        ([13000, 9594, 10400, 7000, 10000, 9800], []),
+        (SMVS, [13000, 9594, 10400, 7000, 10000, 9800], []),
+        ({"kind": "itcp"}, [5000], []),  # no step to set: itcp follows the ACKs
     ],
-    ids=["other-period", "jitter"],
+    ids=["other-period", "jitter", "itcp"],
 )
-def test_a_report_period_other_than_the_controllers_step_is_named_once(net, caplog, periods_us, warned):
+def test_a_report_period_other_than_the_controllers_step_is_named_once(net, caplog, controller, periods_us, warned):
     enb = FixedQueueEnb()
 
     def report(seq: int) -> TelemetryMessage:
         return replace(enb.message(0, "172.16.0.2"), seq=seq, period_us=periods_us[seq % len(periods_us)])
 
     async def scenario():
-        async with Proxy(config(net, enb.endpoint)) as proxy:
+        async with Proxy(config(net, enb.endpoint, controller)) as proxy:
             seq = 0
             while "172.16.0.2" not in proxy.aggregates and seq < 500:  # until the subscription has joined
                 enb.publisher.send(report(seq))

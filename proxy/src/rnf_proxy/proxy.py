@@ -451,7 +451,7 @@ class Proxy:
             if message.ue_ip is None:
                 self.counters["telemetry_unmapped"] += 1
                 continue
-            if len(self._reported_periods_s) < PERIOD_SAMPLES:
+            if len(self._reported_periods_s) < PERIOD_SAMPLES and hasattr(self.config.controller, "ts_s"):
                 self._check_period(message.period_us * 1e-6)
             aggregate = self._aggregate(message.ue_ip)
             sample = RanSample.from_message(message, aggregate.take_released())
