@@ -14,6 +14,11 @@ from rnf_experiments.frontier import FrontierPoint, Loop, delay_at, fifo_delays_
 LOOP = Loop(forward_ms=15, report_period_ms=10, window_ms=10)
 
 
+def unwrapped(output: str) -> str:
+    """The CLI's output with the console's line wraps (at its own width) undone."""
+    return " ".join(output.split())
+
+
 def test_fifo_delays_count_the_ttis_from_entering_to_leaving():
     # 3000 B enter in TTI 0; 1500 leave in TTI 0 and 1500 in TTI 2: the packets waited 0 and 2 ms
     assert fifo_delays_ms([3000, 0, 0, 0], [1500, 0, 1500, 0]).tolist() == [0.0, 2.0]
@@ -81,7 +86,7 @@ def test_cli_prints_the_curve_and_sets_a_results_folders_arms_beside_it(tmp_path
     assert "ideal fixed-target sender" in result.output
     # every target loses at most the 8 ms before the first report's answer lands (< 3 %), so the smallest
     # reaches 97 %: 3000 B at 1500 B/ms, 2 ms of queue behind the 10 ms backhaul
-    output = " ".join(result.output.split())  # the console wraps its lines at its own width
+    output = unwrapped(result.output)
     assert "goal: utilization >= 97 % at p95 <= 40.0 ms" in output
     assert "needs 12.0 ms there" in output
     wrong = CliRunner().invoke(cli, ["frontier", trace, "--results", str(results), "--point", "0.04"])
@@ -98,7 +103,7 @@ def test_cli_says_when_the_goals_delay_is_under_the_least_any_target_reaches(tmp
     trace = '{ generator = "constant", rate_mbps = 12 }'  # 1500 B per 1 ms TTI, 1 s, backhaul 10 ms
     result = CliRunner().invoke(cli, ["frontier", trace, "--results", str(results)], terminal_width=200)
     assert result.exit_code == 0, result.output
-    output = " ".join(result.output.split())  # the console wraps its lines at its own width
+    output = unwrapped(result.output)
     # The smallest target, 3000 B, is 2 ms of queue behind the 10 ms backhaul: no target waits less. Its first
     # 3000 B, sent at 0 ms before any report, are served in TTIs 10-11; the report at 10 ms answers with 4500 B
     # landing at 20 ms, so TTIs 12-19 serve nothing: 982 of the 990 TTIs counted from 10 ms, 99.2 %. A larger
@@ -113,4 +118,4 @@ def test_cli_says_when_the_goals_delay_is_under_the_least_any_target_reaches(tmp
     arms["cubic"]["delay_p95_ms"] = 48.0 + 1.0  # 12.25 ms: reachable, said no more
     (results / "summary.json").write_text(json.dumps({"arms": arms}))
     reachable = CliRunner().invoke(cli, ["frontier", trace, "--results", str(results)], terminal_width=200)
-    assert reachable.exit_code == 0 and "under the least" not in " ".join(reachable.output.split())
+    assert reachable.exit_code == 0 and "under the least" not in unwrapped(reachable.output)

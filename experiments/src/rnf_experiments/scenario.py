@@ -152,7 +152,7 @@ def proxy_config(
     try:
         config = ProxyConfig.model_validate(data)
         if telemetry_period_s is not None and arm.controller is not None and "ts_s" not in arm.controller:
-            if hasattr(config.controller, "ts_s"):
+            if config.controller_step_s is not None:
                 data["controller"] = arm.controller | {"ts_s": telemetry_period_s}
                 config = ProxyConfig.model_validate(data)
     except ValidationError as error:

@@ -148,9 +148,16 @@ class ProxyConfig(Strict):
         return parse_address(self.server) if self.server else None
 
     @property
+    def controller_step_s(self) -> float | None:
+        """The controller's step Ts, one per telemetry report; None for a controller without one (itcp)."""
+        step = getattr(self.controller, "ts_s", None)
+        return None if step is None else float(step)
+
+    @property
     def tick_s(self) -> float:
         """The proxy's step: the controller's Ts (the telemetry period), 10 ms when it has none."""
-        return float(getattr(self.controller, "ts_s", 0.01))
+        step = self.controller_step_s
+        return 0.01 if step is None else step
 
     @property
     def owns_window(self) -> bool:

@@ -186,6 +186,7 @@ class Proxy:
         self._flows = 0
         self._checked: set[str] = set()
         self._reported_periods_s: list[float] = []  # the first PERIOD_SAMPLES, then no more
+        self._judges_period = config.controller_step_s is not None  # a controller without a step has none to set
         self._running = False  # counted in _proxies_running
         self.last_decision_at = 0.0  # loop time of the last telemetry burst carried into decisions
         self.address: tuple[str, int] | None = None
@@ -451,7 +452,7 @@ class Proxy:
             if message.ue_ip is None:
                 self.counters["telemetry_unmapped"] += 1
                 continue
-            if len(self._reported_periods_s) < PERIOD_SAMPLES and hasattr(self.config.controller, "ts_s"):
+            if self._judges_period and len(self._reported_periods_s) < PERIOD_SAMPLES:
                 self._check_period(message.period_us * 1e-6)
             aggregate = self._aggregate(message.ue_ip)
             sample = RanSample.from_message(message, aggregate.take_released())
