@@ -404,6 +404,33 @@ def test_until_the_estimator_is_trusted_the_loop_is_the_first_releases_not_the_r
     assert smvs.d == loop - 1
 
 
+def test_nothing_is_learnt_of_the_loop_before_the_first_release():
+    # A UE whose connection waits through a gap in its link reports for 1.5 s before the proxy releases anything
+    # toward it, longer than the estimator's warm-up of 100 steps. What arrives meanwhile is no quota's; here it
+    # follows the decided quotas 8 steps later, as strong a coincidence as there can be. From step 150 on the proxy
+    # releases each quota, which reaches the queue 2 steps after its decision: the first release's loop, 1 quota in
+    # flight, until the estimator has had 100 steps of releases (step 250).
+    rng = random.Random(8)
+    smvs = Smvs(SmvsConfig(b_max_bytes=300_000))
+    smvs.update(AckSample(acked=0, interval_s=TS, in_flight=0, min_rtt_s=0.041, srtt_s=0.041), now=0.0)
+    first_release, decided, queue, in_flight = 150, {}, 0.0, {}
+    for k in range(1, 250):
+        if k <= first_release:
+            arrived = decided.get(k - 8, 0)
+        else:
+            arrived = decided[k - 2] if k - 2 >= first_release else 0
+        served = min(queue + arrived, 750_000 * (0.7 + 0.6 * rng.random()) * TS)
+        queue += arrived - served
+        released = decided[k - 1] if k - 1 >= first_release else 0
+        sample = RanSample(
+            queue=round(queue), served=round(served), period_s=TS, queue_limit=300_000, released=released
+        )
+        decided[k] = smvs.update(sample, now=k * TS).limit
+        in_flight[k] = smvs.d
+    assert len(set(decided[k] for k in range(100, first_release))) > 10  # the quotas moved: there was a lag to see
+    assert {in_flight[k] for k in range(first_release + 2, 250)} == {1}
+
+
 def test_without_the_proxys_count_of_releases_the_start_up_keeps_the_rtts_loop():
     smvs = Smvs(SmvsConfig(b_max_bytes=300_000))
     smvs.update(AckSample(acked=0, interval_s=TS, in_flight=0, min_rtt_s=0.041, srtt_s=0.041), now=0.0)

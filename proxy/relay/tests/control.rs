@@ -711,14 +711,23 @@ fn a_loop_delay_is_learnt_only_past_the_warm_up_counted_from_the_first_release()
     let mut cov = vec![0.0; LAGS];
     cov[2] = 100.0; // lag 3 stands out
     // (steps taken, the step of the first release, -1 for none, the loop learnt): the step is steps + 1, and 100
-    // steps must have passed since the first release; the steps a UE reported idle before it count for nothing.
-    // With no release known (reports that do not say what was released) they count from the first report.
-    for (steps, first_release, learnt) in
-        [(99, 0, 0), (100, 0, 3), (179, 80, 0), (180, 80, 3), (99, -1, 0), (100, -1, 3)]
-    {
+    // steps must have passed since the first release; the steps a UE reported idle before it count for nothing, and
+    // while reports say the proxy released nothing, nothing is learnt however long. With no release known (reports
+    // that do not say what was released) they count from the first report.
+    for (steps, first_release, released, learnt) in [
+        (99, 0, NAN, 0),
+        (100, 0, NAN, 3),
+        (179, 80, NAN, 0),
+        (180, 80, NAN, 3),
+        (180, 80, 0.0, 3),
+        (99, -1, NAN, 0),
+        (100, -1, NAN, 3),
+        (100, -1, 0.0, 0),
+        (1000, -1, 0.0, 0),
+    ] {
         let mut bank = estimator(steps, &[], &cov, [0.0, 0.0, 0.0, 100.0, 100.0, 0.0, 0.0]);
         bank.i("first_release_step")[0] = first_release;
-        smvs1(&params, &mut bank, report(0, 0.0, 0.0), 0.0);
+        smvs1(&params, &mut bank, Report { released, ..report(0, 0.0, 0.0) }, 0.0);
         assert_close!(bank.f("lag_cov")[2], 99.0); // 0.99 x 100, no new covariance (no change anywhere)
         assert_eq!(bank.i("loop_steps")[0], learnt, "step {} after a first release at {first_release}", steps + 1);
     }
