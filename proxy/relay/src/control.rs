@@ -198,7 +198,7 @@ const STALL_PERIODS: f64 = 2.0;
 /// arrives then is no quota's. On a recorded drive trace whose first second held a 1 s gap (ATT-LTE-driving-2016's
 /// uplink trace as the downlink, 2026-11-29) the UE's handshake waited through it, 101-104 steps passed before the
 /// first release, and a lag of 23-25 was learnt from the decided quotas' start-up against the handshake's packets,
-/// where the loop is 2; it stayed for 5 s, the forecast margin and the reserve rose to the guard's cap (190 kB) and the
+/// where the loop is 2-3; it stayed for 5 s, the forecast margin and the reserve rose to the guard's cap (190 kB) and the
 /// reserve kept the queue at 120-190 kB to the run's end (1482 ms p95 delay, 93.8 % utilization).
 const LAG_WARMUP: i64 = 100;
 /// The longest loop the estimator may learn, in round trips of the path: a quota is released over its step (one
