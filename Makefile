@@ -95,7 +95,7 @@ bench-latency: setup
 	@for scenario in $(LATENCY_SUITE); do $(RNF) run $$scenario --output results || exit 1; done
 
 # The controllers on recorded drive traces no parameter was derived from: docs/benchmarks.md, "Validation", about
-# 15 minutes.
+# 20 minutes.
 bench-validation: setup
 	experiments/scenarios/latency/fetch-traces.sh
 	$(RNF) run experiments/scenarios/validation-traces.toml --output results

@@ -6,7 +6,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="${MAHIMAHI_REPO:-https://github.com/ravinet/mahimahi}"
 traces=(ATT-LTE-driving-2016.down TMobile-LTE-driving.down ATT-LTE-driving.down TMobile-LTE-short.down
-    TMobile-UMTS-driving.down Verizon-EVDO-driving.down Verizon-LTE-short.down)
+    TMobile-UMTS-driving.down Verizon-EVDO-driving.down Verizon-LTE-short.down ATT-LTE-driving-2016.up)
 mkdir -p "$here/traces"
 missing=0
 for trace in "${traces[@]}"; do [ -s "$here/traces/$trace" ] || missing=1; done
