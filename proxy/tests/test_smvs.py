@@ -431,6 +431,24 @@ def test_nothing_is_learnt_of_the_loop_before_the_first_release():
     assert {in_flight[k] for k in range(first_release + 2, 250)} == {1}
 
 
+def test_a_quota_that_found_no_data_is_not_counted_on_its_way():
+    # A UE's handshake waits 4.2 s in a gap of its link. Meanwhile the law decides a quota every step, but the
+    # connection is not up and the proxy releases none of it. When the handshake completes, its RTT (4.2 s) makes the
+    # start-up loop 1 + d with d at its cap, 50 steps, and S(k) counts the last 50 quotas on their way: counting the
+    # decided ones, a few kB each, the next quotas were 0 for 45 steps (0.45 s) with the link up again
+    # (Verizon-EVDO-driving from 135.8 s, 2026-11-29). None of them left, so the step after answers with a quota.
+    smvs = Smvs(SmvsConfig(b_max_bytes=300_000))
+    decided = []
+    for k in range(1, 421):
+        report = RanSample(queue=60, served=0, period_s=TS, queue_limit=300_000, released=0)  # the SYN-ACK waits
+        decided.append(smvs.update(report, now=k * TS).limit)
+    assert sum(decided[-50:]) > 14_480  # more than the start-up's reference was decided, and none of it released
+    smvs.update(AckSample(acked=0, interval_s=TS, in_flight=0, min_rtt_s=4.2, srtt_s=4.2), now=4.2)
+    report = RanSample(queue=0, served=60, period_s=TS, queue_limit=300_000, released=0)
+    assert smvs.update(report, now=4.21).limit > 0
+    assert smvs.d == 50
+
+
 def test_without_the_proxys_count_of_releases_the_start_up_keeps_the_rtts_loop():
     smvs = Smvs(SmvsConfig(b_max_bytes=300_000))
     smvs.update(AckSample(acked=0, interval_s=TS, in_flight=0, min_rtt_s=0.041, srtt_s=0.041), now=0.0)

@@ -653,6 +653,11 @@ pub fn smvs_step(
         let late = common.late_steps(row, now, ts);
         let longest = common.plausible_lags(row, ts);
         let (down, k, b, _) = common.begin(row, report, now, params.channel_rate != 0, start_loop);
+        if !report.released.is_nan() {
+            // the last quota as it was used: a quota the connections had no data for never left, and S(k) must not
+            // count it on its way
+            history[(k - 1).rem_euclid(QUOTA_HISTORY as i64) as usize] = report.released;
+        }
         // what reached the queue during the period, against the quotas released before: the loop delay
         let arrived = (report.queue - previous_queue + report.served + report.dropped).max(0.0);
         common.time_first_release(row, k, report.released, arrived);
