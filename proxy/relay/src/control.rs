@@ -195,11 +195,8 @@ const STALL_PERIODS: f64 = 2.0;
 /// many quotas in flight, the overflow guard released nothing for up to 0.2 s and the forecast margin once held 240 kB
 /// for its horizon. Until then the loop is the first release's, or before that is seen, the RTT's
 /// (`Common::measured_loop`). Before the first release nothing is learnt at all, however long the UE reports: what
-/// arrives then is no quota's. On a recorded drive trace whose first second held a 1 s gap (ATT-LTE-driving-2016's
-/// uplink trace as the downlink, 2026-11-29) the UE's handshake waited through it, 101-104 steps passed before the
-/// first release, and a lag of 23-25 was learnt from the decided quotas' start-up against the handshake's packets,
-/// where the loop is 2-3; it stayed for 5 s, the forecast margin and the reserve rose to the guard's cap (190 kB) and the
-/// reserve kept the queue at 120-190 kB to the run's end (1482 ms p95 delay, 93.8 % utilization).
+/// arrives then is no quota's (a handshake that waited through a 1 s gap taught it 23-25 steps where the loop is 2-3,
+/// and the reserve then held 120-190 kB for the rest of the run: proxy/README.md).
 const LAG_WARMUP: i64 = 100;
 /// The longest loop the estimator may learn, in round trips of the path: a quota is released over its step (one
 /// period), crosses the forward path to the eNB (within the smallest RTT, of which it is a part), and is counted
@@ -653,11 +650,7 @@ pub fn smvs_step(
         let late = common.late_steps(row, now, ts);
         let longest = common.plausible_lags(row, ts);
         let (down, k, b, _) = common.begin(row, report, now, params.channel_rate != 0, start_loop);
-        if !report.released.is_nan() {
-            // the last quota as it was used: a quota the connections had no data for never left, and S(k) must not
-            // count it on its way
-            history[(k - 1).rem_euclid(QUOTA_HISTORY as i64) as usize] = report.released;
-        }
+        record_release(history, k, report.released);
         // what reached the queue during the period, against the quotas released before: the loop delay
         let arrived = (report.queue - previous_queue + report.served + report.dropped).max(0.0);
         common.time_first_release(row, k, report.released, arrived);
@@ -881,6 +874,14 @@ fn learn_loop(
     (significant && stands_out && rival < LAG_UNIQUE * peak).then_some(best as i64 + 1)
 }
 
+/// Keeps step `k - 1`'s quota as it was used, where the report says what was released since the last one: a quota
+/// the UE's connections had no data for never left, and neither S(k) nor the RAN clock may count it on its way.
+fn record_release(history: &mut [f64], k: i64, released: f64) {
+    if !released.is_nan() {
+        history[(k - 1).rem_euclid(QUOTA_HISTORY as i64) as usize] = released;
+    }
+}
+
 /// d = ceil(tau_p/Ts) with tau_p = min RTT / 2, within 1..MAX_D; 1 (the paper's value) until an RTT is known.
 fn derived_d(min_rtt: f64, ts: f64) -> i64 {
     if min_rtt > 0.0 { ((min_rtt / 2.0 / ts - 1e-9).ceil() as i64).clamp(1, MAX_D) } else { 1 }
@@ -928,10 +929,7 @@ pub fn rnf_step(
         let history = &mut quotas[row * QUOTA_HISTORY..(row + 1) * QUOTA_HISTORY];
         let previous_queue = common.prev_queue[row];
         let k_next = common.steps[row] + 1;
-        if !report.released.is_nan() {
-            // the last quota as it was used: a quota the connections had no data for never left
-            history[(k_next - 1).rem_euclid(QUOTA_HISTORY as i64) as usize] = report.released;
-        }
+        record_release(history, k_next, report.released);
         // the RAN clock's loop, in steps: tau's, measured (as SMVS's), or the forward half of the RTT and the report
         let mut loop_now = 1;
         if ran {
