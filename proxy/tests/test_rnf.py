@@ -237,3 +237,18 @@ def test_the_ran_clock_keeps_the_window_and_the_sockets_under_the_reported_limit
     # w = 2.5e6 x 0.03 + 20000 = 95000 > 100000 less 0.04 x 100000 + 3000 = 93000
     decision = rnf.update(report(0, 2_500_000, limit=100_000), now=0.0)
     assert decision.limit == round(93_000 * PAYLOAD) and decision.cap == 93_000
+
+
+def test_the_window_does_not_grow_while_the_ue_waits_for_its_first_release():
+    # A UE's handshake waits 4 s in a gap of its link: its SYN-ACK sits in the queue, nothing is served, and the
+    # proxy releases nothing, for the connection is not up. The queue is far under q_ref all along, and eq. (2)
+    # used to add the difference at every feedback: the window grew to the guard's cap, 285 kB of a 300 kB queue,
+    # by the time the link came back (Mahimahi's TMobile-UMTS-driving from 128.6 s, 2026-11-29). Nothing the window
+    # allowed could leave meanwhile, so the queue's shortfall said nothing of it.
+    rnf = Rnf(RnfConfig(ts_s=TS))
+    windows = []
+    for k in range(1, 401):
+        waiting = RanSample(queue=60, served=0, period_s=TS, queue_limit=300_000, released=0)
+        rnf.update(waiting, now=k * TS)
+        windows.append(rnf.state().w)
+    assert max(windows) == 14_480  # the start-up's reference, 10 segments, as it was

@@ -1049,6 +1049,14 @@ pub fn rnf_step(
         }
         let q_ref = reference(if rate_column[row].is_nan() { 0.0 } else { rate_column[row] });
         q_ref_column[row] = q_ref;
+        // with the RAN clock, before the UE's first release the window limits nothing (its connection is not up):
+        // the queue's shortfall says nothing of the window, and eq. (2) would wind it up to the guard's cap
+        let waiting = ran && common.warm_up_from(row, report.released) < 0;
+        if waiting {
+            queue_sum[row] = 0.0;
+            queue_count[row] = 0.0;
+            next_feedback[row] = f64::NAN;
+        }
         if !down {
             queue_sum[row] += report.queue;
             queue_count[row] += 1.0;

@@ -23,7 +23,9 @@
   settles where that is 2 % of it.
 - Feedback, eq. (2), every `feedback_period_s` with the queue averaged over that period: w += q_ref - q_avg. By
   default every 2 tau, at least 4 telemetry periods (its last correction must have reached the queue); the paper
-  says about 1 s. The feed-forward replaces the window, correction included, as in the paper.
+  says about 1 s. The feed-forward replaces the window, correction included, as in the paper. On the RAN clock no
+  correction is counted before the UE's first release: while its connection is not up the window limits nothing,
+  and adding q_ref less its empty queue wound the window up to the guard's cap in a 4 s handshake wait.
 - What `w` bounds (`clock`):
   - `"ran"` (the default): what the eNB has not yet served, its queue and the bytes on their way to it. Each
     report releases the difference for the next period, u(k) = w - q(k) - T(k) (a quota, as `smvs.py`'s, in TCP
