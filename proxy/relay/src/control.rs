@@ -1049,10 +1049,13 @@ pub fn rnf_step(
         }
         let q_ref = reference(if rate_column[row].is_nan() { 0.0 } else { rate_column[row] });
         q_ref_column[row] = q_ref;
-        // with the RAN clock, before the UE's first release the window limits nothing (its connection is not up):
-        // the queue's shortfall says nothing of the window, and eq. (2) would wind it up to the guard's cap
+        // the average (2) corrects by restarts, a whole feedback period later, where the queue says nothing about
+        // the window: in an outage nothing is served (the paper's fixed period keeps averaging); and with the RAN
+        // clock, before the UE's first release the window limits nothing (its connection is not up), and eq. (2)
+        // would wind it up to the guard's cap
+        let outage_restart = down && params.feedback_period.is_nan();
         let waiting = ran && common.warm_up_from(row, report.released) < 0;
-        if waiting {
+        if outage_restart || waiting {
             queue_sum[row] = 0.0;
             queue_count[row] = 0.0;
             next_feedback[row] = f64::NAN;
@@ -1079,13 +1082,6 @@ pub fn rnf_step(
                 // what is in flight bounds what can reach the queue: B_max less the margin
                 window = window.min(report.limit - guard_margin(report.limit)).max(params.min_window);
             }
-        } else if params.feedback_period.is_nan() {
-            // nothing is served in an outage: the queue it holds says nothing about the window, so the
-            // average (2) corrects by restarts after it, a whole feedback period later (the paper's fixed
-            // period keeps averaging)
-            queue_sum[row] = 0.0;
-            queue_count[row] = 0.0;
-            next_feedback[row] = f64::NAN;
         }
         common.w[row] = window;
         common.q[row] = report.queue;
