@@ -1010,13 +1010,17 @@ pub fn rnf_step(
         let (mut window, last_rate) = (common.w[row], rate_column[row]);
         let missing = window.is_nan();
         let known_rate = if last_rate.is_nan() { 0.0 } else { last_rate };
-        // what one RTT served beyond what the window's in-flight part counted on (the rate of the last
-        // feed-forward times tau), its 98th percentile over 2.56 s
+        let changed = last_rate.is_nan() || (b - known_rate).abs() > params.rate_change * known_rate;
+        // a period that ends with an empty queue served less than the link could carry: it may raise the
+        // rate, never lower it
+        let feed_forward = !down && (missing || (changed && (report.queue > 0.0 || b > known_rate)));
+        // what one RTT served beyond what the window's in-flight part counted on (the rate of the feed-forward in
+        // force from this step on, times tau), its 98th percentile over 2.56 s
         let span = if tau > 0.0 && report.period > 0.0 { (tau / report.period).ceil() as i64 } else { 1 };
         let margin = if down {
             common.margin[row].max(0.0)
         } else {
-            let forecast = known_rate * span as f64 * report.period;
+            let forecast = if feed_forward { b } else { known_rate } * span as f64 * report.period;
             common.forecast_margin(row, k, served * report.period, forecast, span)
         };
         let warm = common.error_count[row] >= FORECAST_WARMUP;
@@ -1040,10 +1044,7 @@ pub fn rnf_step(
         if missing && down {
             window = reference(known_rate);
         }
-        let changed = last_rate.is_nan() || (b - known_rate).abs() > params.rate_change * known_rate;
-        // a period that ends with an empty queue served less than the link could carry: it may raise the
-        // rate, never lower it
-        if !down && (missing || (changed && (report.queue > 0.0 || b > known_rate))) {
+        if feed_forward {
             rate_column[row] = b;
             window = b * tau + reference(b); // eq. (1)
         }

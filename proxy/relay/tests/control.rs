@@ -1711,8 +1711,9 @@ fn rnfs_forecast_is_the_fed_forward_rate_over_one_rtt_of_periods() {
     bank.flag("measured")[0] = true;
     rnf1(&params, &mut bank, report(0, 5000.0, 5000.0), 0.0);
     rnf1(&params, &mut bank, report(0, 5000.0, 5200.0), 0.01);
-    // step 1: no rate fed forward yet, 0; step 2: 500 kB/s x 10 ms per period, over the span of 3 periods
-    assert_eq!(&bank.f("forecasts")[1..3], &[0.0, 5000.0]);
+    // each step's forecast is the rate in force from its report on: step 1's report feeds forward the first rate,
+    // 500 kB/s x 10 ms per period, over the span of 3 periods; step 2's, 4 % off, changes nothing
+    assert_eq!(&bank.f("forecasts")[1..3], &[5000.0, 5000.0]);
     assert_eq!(&bank.f("services")[1..3], &[5000.0, 5200.0]);
     // without an RTT, one period
     params.tau = NAN;
