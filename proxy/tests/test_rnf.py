@@ -117,6 +117,29 @@ def test_the_rate_is_averaged_over_tau_and_an_empty_queue_cannot_lower_it():
     assert rnf.update(report(0, 100_000), now=2 * TS).limit == decision.limit
 
 
+def test_after_a_step_the_rate_is_the_fast_average_once_it_has_foretold_better():
+    rnf = Rnf(CONFIG.model_copy(update={"smooth_rate": True}))
+    for k, rate in enumerate([500_000, 500_000, 1_000_000]):
+        rnf.update(report(50_000, rate), now=k * TS)
+    # the step: each average was 500k off, squared errors 0.01 x 2.5e11 = 2.5e9 each, a tie: the average over
+    # tau, 0.7788 x 500k + 0.2212 x 1e6 = 610.6k (the fast one: 750k)
+    assert rnf.state().b == pytest.approx(610_600, abs=100)
+    rnf.update(report(50_000, 1_000_000), now=3 * TS)
+    # 0.99 x 2.5e9 + 0.01 x 389.4k^2 = 3.99e9 against 0.99 x 2.5e9 + 0.01 x 250k^2 = 3.10e9: the fast one,
+    # 0.5 x 750k + 0.5 x 1e6
+    assert rnf.state().b == 875_000
+
+
+def test_on_a_bursty_rate_the_rate_is_the_average_over_tau():
+    # 1.5 and 0.5 MB/s in turn: the fast average swings between 0.83 and 1.17 MB/s, the one over tau (weight
+    # 0.7788) between 0.94 and 1.06 MB/s, nearer each next period's rate than the fast one was
+    rnf = Rnf(CONFIG.model_copy(update={"smooth_rate": True}))
+    for k in range(201):
+        rnf.update(report(50_000, 1_500_000 if k % 2 == 0 else 500_000), now=k * TS)
+    # the last period served 1.5 MB/s: the average over tau at 1e6 + 0.5e6 x 0.2212 / 1.7788 (the fast one, 1.17e6)
+    assert rnf.state().b == pytest.approx(1e6 + 0.5e6 * 0.2212 / 1.7788, rel=1e-3)
+
+
 def test_the_default_feedback_acts_every_two_rtts_not_every_second():
     rnf = Rnf(RnfConfig(q_ref_bytes=50_000, tau_s=0.04, smooth_rate=False, ts_s=TS, clock="acks"))
     rnf.update(report(80_000, 1_250_000), now=0.0)  # w = 100000; the next feedback at 2 tau = 0.08 s

@@ -121,6 +121,8 @@ pub struct RnfColumns {
     means: *mut f64,   // capacity x MOMENTS: as SmvsColumns
     loop_steps: *mut i64,
     loop_now: *mut i64, // the loop delay the step used, steps: its release counted L - 1 quotas in transit
+    fast: *mut f64,     // the served rate averaged at weight FAST_ALPHA per period, bytes/s
+    rate_errors: *mut f64, // capacity x 2: mean squared one-step errors of the average over tau and of the fast one
 }
 
 #[repr(C)]
@@ -214,6 +216,20 @@ const LOOP_RTTS: f64 = 2.0;
 const FAST_ALPHA: f64 = 0.5;
 /// Memory of the rate estimates' squared errors: a time constant of 100 steps (1 s at 10 ms).
 const RATE_ERROR_MEMORY: f64 = 0.99;
+
+/// Scores two averages of the served rate by how well each foretold `observed`, this period's rate: the mean of
+/// their squared errors over RATE_ERROR_MEMORY, `errors[0]` the slow average's, `errors[1]` the fast one's.
+fn score_rate_averages(errors: &mut [f64], observed: f64, slow: f64, fast: f64) {
+    errors[0] = RATE_ERROR_MEMORY * errors[0] + (1.0 - RATE_ERROR_MEMORY) * (observed - slow).powi(2);
+    errors[1] = RATE_ERROR_MEMORY * errors[1] + (1.0 - RATE_ERROR_MEMORY) * (observed - fast).powi(2);
+}
+
+/// The average that has lately foretold the served rate better (`score_rate_averages`): on a rate that steps, the
+/// fast one, which follows a step within three periods; on a bursty one, the slow one, which does not chase each
+/// burst. The slow one while they tie.
+fn better_rate_average(errors: &[f64], slow: f64, fast: f64) -> f64 {
+    if errors[1] < errors[0] { fast } else { slow }
+}
 // PERIOD_FLOOR: the default reference (the forecast margin) is at least one telemetry period's service. The law
 // sees the queue once a period and cannot act inside one; the quota or window of a period may reach the queue at
 // any moment of it (in the worst case all at its end), so only a queue that holds a period's service at the report
@@ -673,9 +689,7 @@ pub fn smvs_step(
         }
         let errors = &mut rate_errors[row * 2..row * 2 + 2];
         if !down && !old.is_nan() && !b_fast[row].is_nan() {
-            // how well each average foretold this period: the law uses the one that has lately done better
-            errors[0] = RATE_ERROR_MEMORY * errors[0] + (1.0 - RATE_ERROR_MEMORY) * (b - old).powi(2);
-            errors[1] = RATE_ERROR_MEMORY * errors[1] + (1.0 - RATE_ERROR_MEMORY) * (b - b_fast[row]).powi(2);
+            score_rate_averages(errors, b, old, b_fast[row]);
         }
         let b_bar = if down {
             old
@@ -722,10 +736,12 @@ pub fn smvs_step(
         };
         d_column[row] = d;
         // the rate the law counts on: b_bar (eq. 19); with the boundary layer, b_bar or the fast average,
-        // whichever has foretold the served rate better over the last second (a rate that steps: the fast one,
-        // which follows a step within three periods; a bursty one: b_bar, which does not chase each burst)
-        let b_bar =
-            if params.saturate != 0 && !b_fast[row].is_nan() && errors[1] < errors[0] { b_fast[row] } else { b_bar };
+        // whichever has foretold the served rate better over the last second
+        let b_bar = if params.saturate != 0 && !b_fast[row].is_nan() {
+            better_rate_average(errors, b_bar, b_fast[row])
+        } else {
+            b_bar
+        };
         let b_bar0 = if b_bar.is_nan() { 0.0 } else { b_bar };
         // what the loop served beyond what the law counted on (L b_bar Ts), its 98th percentile over 2.56 s
         let margin = if down {
@@ -924,6 +940,8 @@ pub fn rnf_step(
             slice(columns.loop_now, capacity),
         )
     };
+    // SAFETY: as above; the errors are 2 wide.
+    let (fast, rate_errors) = unsafe { (slice(columns.fast, capacity), slice(columns.rate_errors, capacity * 2)) };
     let ran = params.ran_clock != 0;
     for ((report, &row), output) in reports.iter().zip(&rows).zip(outputs.iter_mut()) {
         let history = &mut quotas[row * QUOTA_HISTORY..(row + 1) * QUOTA_HISTORY];
@@ -979,20 +997,27 @@ pub fn rnf_step(
         let rtt_steps = if tau > 0.0 && report.period > 0.0 { (tau / report.period).ceil() as i64 } else { 1 };
         let (down, k, served, backlogged) = common.begin(row, report, now, params.channel_rate != 0, rtt_steps);
         // b tau is what one RTT carries: with smoothing, the served rate averaged over tau (a period's own
-        // rate on a bursty link swings from nothing to several times the mean); a period that begins or ends
-        // with an empty queue may have served less than the link could carry, so it may raise the average,
-        // never lower it
+        // rate on a bursty link swings from nothing to several times the mean) or at FAST_ALPHA per period,
+        // whichever has foretold the served rate better over the last second (as SMVS's b_bar and fast
+        // average: on a link that steps, the average over tau lags each step by tau); a period that begins or
+        // ends with an empty queue may have served less than the link could carry, so it may raise an
+        // average, never lower it
         let b = if params.smooth_rate == 0 || down {
             served
         } else if smoothed[row].is_nan() {
             smoothed[row] = served;
+            fast[row] = served;
             served
         } else {
-            if backlogged || served > smoothed[row] {
-                let weight = if tau > 0.0 { (-report.period / tau).exp() } else { 0.0 };
-                smoothed[row] = weight * smoothed[row] + (1.0 - weight) * served;
+            let errors = &mut rate_errors[row * 2..row * 2 + 2];
+            score_rate_averages(errors, served, smoothed[row], fast[row]);
+            let weight = if tau > 0.0 { (-report.period / tau).exp() } else { 0.0 };
+            for (average, weight) in [(&mut smoothed[row], weight), (&mut fast[row], FAST_ALPHA)] {
+                if backlogged || served > *average {
+                    *average = weight * *average + (1.0 - weight) * served;
+                }
             }
-            smoothed[row]
+            better_rate_average(errors, smoothed[row], fast[row])
         };
         if !ran && params.loop_measured != 0 && !down && !in_flight[row].is_nan() && tau > 0.0 {
             // what is in flight and not in the queue is on the wire, in the MAC or HARQ, or delivered with its

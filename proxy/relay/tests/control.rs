@@ -72,7 +72,7 @@ const SMVS: [(&str, Init); 14] = [
     ("rate_errors", Init::F(0.0, 2)),
 ];
 
-const RNF: [(&str, Init); 16] = [
+const RNF: [(&str, Init); 18] = [
     ("rate", Init::F(NAN, 1)),
     ("queue_sum", Init::F(0.0, 1)),
     ("queue_count", Init::F(0.0, 1)),
@@ -89,6 +89,8 @@ const RNF: [(&str, Init); 16] = [
     ("means", Init::F(0.0, MOMENTS)),
     ("loop_steps", Init::I(0)),
     ("loop_now", Init::I(0)),
+    ("fast", Init::F(NAN, 1)),
+    ("rate_errors", Init::F(0.0, 2)),
 ];
 
 enum Column {

@@ -4,7 +4,9 @@
   from the rate of the last feed-forward by more than `rate_change` (10 %), so noise does not reset the window
   every step. `b` is the served rate averaged over tau (`smooth_rate`, weight exp(-Ts/tau) per period: a window
   carries what one RTT serves, and on a bursty link one period's rate swings from nothing to several times the
-  mean), or one period's rate as in the paper. A period that ends with an empty queue served less than the link
+  mean) or at weight 1/2 per period, whichever has foretold the served rate better over the last second (a link
+  that steps: the fast one; as `smvs.py` chooses between b_bar and its fast average), or one period's rate as in
+  the paper. A period that ends with an empty queue served less than the link
   could carry, so it may raise the rate but never lower it; with `channel_rate` (the default) it counts as served
   at the rate the UE's CQI offers (as `smvs.py`), or at 2^(1/n) times the last rate before that is known, n the
   RTT in periods (doubling per RTT).
@@ -84,7 +86,9 @@ class RnfConfig(Strict):
     feedback_period_s: float | None = Field(
         default=None, gt=0, description="eq. (2)'s period; default 2 tau, at least 4 telemetry periods"
     )
-    smooth_rate: bool = Field(default=True, description="b: the served rate averaged over tau, not one period's")
+    smooth_rate: bool = Field(
+        default=True, description="b: the served rate averaged (over tau, or fast where that foretells better)"
+    )
     overflow_guard: bool = Field(default=True, description="the window stays under B_max less a margin")
     channel_rate: bool = Field(
         default=True, description="a period that ends with an empty queue is served at the rate its CQI offers"
@@ -143,6 +147,8 @@ class RnfBank(RowBank):
     means: np.ndarray
     loop_steps: np.ndarray
     loop_now: np.ndarray
+    fast: np.ndarray  # the served rate averaged at weight 1/2 per period
+    rate_errors: np.ndarray  # (rows, 2): mean squared one-step errors of the average over tau and of the fast one
 
     def __init__(self, config: RnfConfig, capacity: int = 16) -> None:
         self.config = config
@@ -180,6 +186,8 @@ class RnfBank(RowBank):
             "means": np.zeros((capacity, MOMENTS)),
             "loop_steps": np.zeros(capacity, dtype=np.int64),
             "loop_now": np.zeros(capacity, dtype=np.int64),  # the RAN clock's loop delay in use, steps
+            "fast": np.full(capacity, np.nan),
+            "rate_errors": np.zeros((capacity, 2)),
         }
 
     def state(self, row: int) -> ControllerState:
