@@ -230,6 +230,7 @@ fn score_rate_averages(errors: &mut [f64], observed: f64, slow: f64, fast: f64) 
 fn better_rate_average(errors: &[f64], slow: f64, fast: f64) -> f64 {
     if errors[1] < errors[0] { fast } else { slow }
 }
+
 // PERIOD_FLOOR: the default reference (the forecast margin) is at least one telemetry period's service. The law
 // sees the queue once a period and cannot act inside one; the quota or window of a period may reach the queue at
 // any moment of it (in the worst case all at its end), so only a queue that holds a period's service at the report
