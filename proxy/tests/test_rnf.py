@@ -281,8 +281,9 @@ def test_the_margin_counts_the_errors_of_the_rate_the_window_counts_on_from_the_
     # tau 25 ms: each forecast is checked over 3 periods. 60 periods serve 1000 B each, then 4 serve 4000 B: the
     # rate changes (by 300 %), and from that report on the window counts on 4000 B per period (eq. 1). The loops
     # that began before it served 3000, 6000 and 9000 B beyond the 3000 B counted on; the one that began with it
-    # served what it counted on. 60 errors: the 98th percentile is the ceil(0.02 x 60) = 2nd largest, 6000 B. (Checked
-    # against the rate before the feed-forward, the loop that began with it erred by 9000 B too, and so did q_ref.)
+    # served what it counted on. 60 errors: the 98th percentile is the ceil(0.02 x 60) = 2nd largest, 6000 B.
+    # (Checked against the rate before the feed-forward, the loop that began with it erred by 9000 B too, and so
+    # did q_ref.)
     rnf = Rnf(RnfConfig(tau_s=0.025, smooth_rate=False, clock="acks", ts_s=TS))
     for k, served in enumerate([1_000] * 60 + [4_000] * 4):
         rnf.update(RanSample(queue=20_000, served=served, period_s=TS), now=k * TS)

@@ -1012,8 +1012,8 @@ pub fn rnf_step(
         } else {
             let errors = &mut rate_errors[row * 2..row * 2 + 2];
             score_rate_averages(errors, served, smoothed[row], fast[row]);
-            let weight = if tau > 0.0 { (-report.period / tau).exp() } else { 0.0 };
-            for (average, weight) in [(&mut smoothed[row], weight), (&mut fast[row], FAST_ALPHA)] {
+            let over_tau = if tau > 0.0 { (-report.period / tau).exp() } else { 0.0 };
+            for (average, weight) in [(&mut smoothed[row], over_tau), (&mut fast[row], FAST_ALPHA)] {
                 if backlogged || served > *average {
                     *average = weight * *average + (1.0 - weight) * served;
                 }

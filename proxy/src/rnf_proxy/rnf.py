@@ -6,10 +6,10 @@
   carries what one RTT serves, and on a bursty link one period's rate swings from nothing to several times the
   mean) or at weight 1/2 per period, whichever has foretold the served rate better over the last second (a link
   that steps: the fast one; as `smvs.py` chooses between b_bar and its fast average), or one period's rate as in
-  the paper. A period that ends with an empty queue served less than the link
-  could carry, so it may raise the rate but never lower it; with `channel_rate` (the default) it counts as served
-  at the rate the UE's CQI offers (as `smvs.py`), or at 2^(1/n) times the last rate before that is known, n the
-  RTT in periods (doubling per RTT).
+  the paper. A period that ends with an empty queue served less than the link could carry, so it may raise the
+  rate but never lower it; with `channel_rate` (the default) it counts as served at the rate the UE's CQI offers
+  (as `smvs.py`), or at 2^(1/n) times the last rate before that is known, n the RTT in periods (doubling per
+  RTT).
   `tau` (on the ACK clock) is the RTT between proxy and UE without queueing: configured; or, by default
   (`loop_delay = "measured"`), the loop as measured under load: by Little's law the bytes in flight outside the
   eNB queue (the sockets' unacknowledged bytes less the reported queue, averaged over tau) over b, never below the
