@@ -190,6 +190,7 @@ def test_a_whole_run_folder_is_read_and_summarized_from_its_files(tmp_path):
         "sojourn_p95_ms": ue["sojourn_p95_ms"],
         "delay_p50_ms": 2.0,  # 2, 4 and 1 ms; the packet delivered after the last byte is out
         "delay_p95_ms": pytest.approx(3.8),
+        "delay_percentiles_ms": summary["delay_percentiles_ms"],  # checked below
         "delay_sdus": 3,
         "delay_records_lost": 2.0,  # the packet log's dropped records, as the cell counted them
         "rlc_drops_sdus": 5,
@@ -225,12 +226,18 @@ def test_a_whole_run_folder_is_read_and_summarized_from_its_files(tmp_path):
     }
     assert math.isnan(summary["jain_fairness"]) and math.isnan(summary["cell_utilization"])
     assert math.isnan(summary["enb_ttis_per_ms"])
+    # every whole percent of 1, 2 and 4 ms, interpolated between ranks (rank = 2 x q / 100): the 1st at 1.02, the 25th
+    # at 1.5, the 75th at 3.0, the 99th at 3.96
+    percentiles = summary["delay_percentiles_ms"]
+    assert len(percentiles) == 99
+    assert [percentiles[q - 1] for q in (1, 25, 50, 75, 95, 99)] == pytest.approx([1.02, 1.5, 2.0, 3.0, 3.8, 3.96])
     # without packet records and the cell's summary: no delay and no lateness, rather than made-up ones
     (run / "packets.bin").unlink()
     (run / "cell-summary.json").unlink()
     _, (bare,) = analysis.load_results(tmp_path)
     summary = analysis.summarize(bare)
     assert math.isnan(summary["delay_p50_ms"]) and math.isnan(summary["tti_late_max_ms"])
+    assert all(math.isnan(value) for value in summary["delay_percentiles_ms"])
 
 
 def test_the_longest_gap_between_two_steps_of_any_ues_controller():

@@ -1,10 +1,11 @@
-"""The time plots' resource-block panel: each UE's share of the cell summed over a window of periods."""
+"""The time plots' resource-block panel: each UE's share of the cell summed over a window of periods; the delay's
+distribution drawn from summary.json's percentiles."""
 
 import math
 
 import numpy as np
 import pytest
-from rnf_experiments.plots import rolling_share
+from rnf_experiments.plots import delay_cdf, rolling_share
 
 
 def test_the_share_sums_grants_and_capacity_over_the_last_periods():
@@ -17,3 +18,13 @@ def test_the_share_sums_grants_and_capacity_over_the_last_periods():
 
 def test_no_capacity_is_no_share():
     assert math.isnan(rolling_share(np.array([0, 0]), np.array([0, 0]), periods=2)[1])
+
+
+def test_the_delay_distribution_is_drawn_for_every_run_even_one_without_delays(tmp_path):
+    def run(arm, scale):
+        return {"arm": arm, "delay_percentiles_ms": [scale * q for q in range(1, 100)]}
+
+    bare = {"arm": "cubic", "delay_percentiles_ms": [math.nan] * 99}  # no packet records: nothing to draw
+    path = tmp_path / "delay-cdf.png"
+    delay_cdf([run("smvs", 1.0), run("smvs", 1.1), run("bbr", 3.0), bare], path, title="a scenario")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

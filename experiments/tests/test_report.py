@@ -43,6 +43,6 @@ def test_runs_whose_enb_ran_at_less_than_half_of_real_time_are_named():
 
 
 def test_a_sweep_over_trace_files_names_each_plot_after_its_trace_without_the_path_separators():
-    name = report.sweep_plot_name("trace", "/work/traces/TMobile-LTE-short.down")
+    name = report.sweep_plot_name("throughput-delay", "trace", "/work/traces/TMobile-LTE-short.down")
     assert name == "throughput-delay-trace-work_traces_TMobile-LTE-short.down.png"
-    assert report.sweep_plot_name("period_s", 0.04) == "throughput-delay-period_s-0.04.png"
+    assert report.sweep_plot_name("delay-cdf", "period_s", 0.04) == "delay-cdf-period_s-0.04.png"

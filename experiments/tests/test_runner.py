@@ -39,7 +39,7 @@ def test_short_run_writes_a_complete_results_folder(tmp_path):
         assert values["ttsu_s"] > 0  # the upload and the web page: fixed sizes that completed
     # the controller never overflows the queue it is told about (the cell counts the drops)
     assert summary["arms"]["smvs"]["rlc_drops_sdus"] == 0
-    assert (results / "plots" / "throughput-delay.png").stat().st_size > 0
+    assert all((results / "plots" / name).stat().st_size > 0 for name in ("throughput-delay.png", "delay-cdf.png"))
     kinds = {t["kind"]: t for t in summary["runs"][0]["transfers"]}
     assert set(kinds) == {"bulk", "upload", "web"}
     assert kinds["upload"]["bytes"] == 300_000 and kinds["web"]["bytes"] == 171_500

@@ -1,4 +1,5 @@
-"""Plots of a results folder: rate and queue over time per run, and the arms side by side."""
+"""Plots of a results folder: rate and queue over time per run, and the arms side by side (throughput against
+delay, the delay's distribution)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from rnf_experiments.analysis import ArmRun
+from rnf_experiments.analysis import DELAY_PERCENTILES, ArmRun
 
 ARM_MARKERS = "os^DvP"  # one per ten arms, the length of matplotlib's colour cycle
+ARM_LINES = ("-", "--", "-.", ":")  # as the markers, for lines
 SHARE_PERIODS = 10  # the resource-block panel sums this many telemetry periods: 100 ms at 10 ms, readable at 20 s
 
 
@@ -128,6 +130,39 @@ def throughput_delay(runs: list[dict[str, Any]], path: Path, title: str = "") ->
     axis.set_ylabel("goodput (Mbit/s)")
     axis.invert_xaxis()  # better is up and to the right, as in Pantheon
     axis.grid(alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def delay_cdf(runs: list[dict[str, Any]], path: Path, title: str = "") -> None:
+    """The one-way delay's distribution, one line per run (summary.json's `delay_percentiles_ms`), one colour per
+    arm: where the arms' curves cross shows whether a 95th percentile ranks them as the rest of the distribution
+    does."""
+    figure, axis = plt.subplots(figsize=(7, 5))
+    if title:
+        axis.set_title(title)
+    arms = sorted({r["arm"] for r in runs})
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, arm in enumerate(arms):
+        style = ARM_LINES[index // len(colours) % len(ARM_LINES)]  # past the colour cycle the line changes
+        for number, run in enumerate(r for r in runs if r["arm"] == arm):
+            delays = np.asarray(run["delay_percentiles_ms"], dtype=np.float64)
+            axis.plot(
+                delays,
+                DELAY_PERCENTILES,
+                color=colours[index % len(colours)],
+                linestyle=style,
+                linewidth=1.2,
+                label=arm if number == 0 else None,
+            )
+    axis.axhline(95, color="0.5", linestyle=":", linewidth=0.8)
+    axis.set_xscale("log")
+    axis.set_xlabel("one-way delay in the cell (ms)")
+    axis.set_ylabel("SDUs delivered within it (%)")
+    axis.set_ylim(0, 100)
+    axis.grid(alpha=0.3, which="both")
     axis.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=110)

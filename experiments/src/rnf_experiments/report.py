@@ -64,21 +64,21 @@ def write(results: Path, computed: Computed) -> None:
     for run in computed.runs:
         plots.time_series(run, plot_dir / f"{run.directory.name}-timeseries.png")
     plots.throughput_delay(runs, plot_dir / "throughput-delay.png")
-    if summary["sweep"]:
-        plots.sweep(runs, summary["sweep"], plot_dir / "sweep.png")
-        for value in sorted({run["sweep_value"] for run in runs}, key=str):
-            at = [run for run in runs if run["sweep_value"] == value]
-            plots.throughput_delay(
-                at,
-                plot_dir / sweep_plot_name(summary["sweep"], value),
-                title=f"{summary['scenario']}, {summary['sweep']} = {value}",
-            )
+    if not summary["sweep"]:
+        plots.delay_cdf(runs, plot_dir / "delay-cdf.png", title=summary["scenario"])
+        return
+    plots.sweep(runs, summary["sweep"], plot_dir / "sweep.png")
+    for value in sorted({run["sweep_value"] for run in runs}, key=str):
+        at = [run for run in runs if run["sweep_value"] == value]
+        title = f"{summary['scenario']}, {summary['sweep']} = {value}"
+        plots.throughput_delay(at, plot_dir / sweep_plot_name("throughput-delay", summary["sweep"], value), title)
+        plots.delay_cdf(at, plot_dir / sweep_plot_name("delay-cdf", summary["sweep"], value), title)
 
 
-def sweep_plot_name(parameter: str, value: object) -> str:
+def sweep_plot_name(plot: str, parameter: str, value: object) -> str:
     """The file name of one sweep point's plot: a value may be a path (a trace file), whose separators a file
     name cannot hold."""
-    return f"throughput-delay-{parameter}-{file_name_part(str(value)).strip('_')}.png"
+    return f"{plot}-{parameter}-{file_name_part(str(value)).strip('_')}.png"
 
 
 def _cell(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
