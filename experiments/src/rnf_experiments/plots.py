@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import ticker
 
 from rnf_experiments.analysis import DELAY_PERCENTILES, ArmRun
 
@@ -159,6 +160,10 @@ def delay_cdf(runs: list[dict[str, Any]], path: Path, title: str = "") -> None:
             )
     axis.axhline(95, color="0.5", linestyle=":", linewidth=0.8)
     axis.set_xscale("log")
+    # ms at 1, 2 and 5 of each decade, written out: a run's delays span one or two decades
+    axis.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.xaxis.set_minor_formatter(ticker.NullFormatter())
     axis.set_xlabel("one-way delay in the cell (ms)")
     axis.set_ylabel("SDUs delivered within it (%)")
     axis.set_ylim(0, 100)
