@@ -106,20 +106,24 @@ def sweep(runs: list[dict[str, Any]], parameter: str, path: Path) -> None:
     plt.close(figure)
 
 
+def _arm_styles(runs: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    """Each arm of `runs`, by name, with its colour and how many times the colour cycle has turned before it: past
+    the cycle the marker or line changes, so that no two arms look alike."""
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    arms = sorted({r["arm"] for r in runs})
+    return [(arm, colours[index % len(colours)], index // len(colours)) for index, arm in enumerate(arms)]
+
+
 def throughput_delay(runs: list[dict[str, Any]], path: Path, title: str = "") -> None:
     """Pantheon's plot: goodput against 95th-percentile one-way delay, one point per run, one colour and marker per
     arm, each arm named beside its mean."""
     figure, axis = plt.subplots(figsize=(7, 5))
     if title:
         axis.set_title(title)
-    arms = sorted({r["arm"] for r in runs})
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for index, arm in enumerate(arms):
+    for arm, colour, turn in _arm_styles(runs):
         points = [(r["delay_p95_ms"], r["goodput_mbps"]) for r in runs if r["arm"] == arm]
         delays, goodputs = zip(*points, strict=True)
-        # past the colour cycle the marker changes, so that no two arms look alike
-        marker = ARM_MARKERS[index // len(colours) % len(ARM_MARKERS)]
-        axis.scatter(delays, goodputs, label=arm, s=40, color=colours[index % len(colours)], marker=marker)
+        axis.scatter(delays, goodputs, label=arm, s=40, color=colour, marker=ARM_MARKERS[turn % len(ARM_MARKERS)])
         axis.annotate(
             arm,
             (float(np.mean(delays)), float(np.mean(goodputs))),
@@ -144,17 +148,13 @@ def delay_cdf(runs: list[dict[str, Any]], path: Path, title: str = "") -> None:
     figure, axis = plt.subplots(figsize=(7, 5))
     if title:
         axis.set_title(title)
-    arms = sorted({r["arm"] for r in runs})
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for index, arm in enumerate(arms):
-        style = ARM_LINES[index // len(colours) % len(ARM_LINES)]  # past the colour cycle the line changes
+    for arm, colour, turn in _arm_styles(runs):
         for number, run in enumerate(r for r in runs if r["arm"] == arm):
-            delays = np.asarray(run["delay_percentiles_ms"], dtype=np.float64)
             axis.plot(
-                delays,
+                np.asarray(run["delay_percentiles_ms"], dtype=np.float64),
                 DELAY_PERCENTILES,
-                color=colours[index % len(colours)],
-                linestyle=style,
+                color=colour,
+                linestyle=ARM_LINES[turn % len(ARM_LINES)],
                 linewidth=1.2,
                 label=arm if number == 0 else None,
             )
