@@ -28,3 +28,9 @@ def test_the_delay_distribution_is_drawn_for_every_run_even_one_without_delays(t
     path = tmp_path / "delay-cdf.png"
     delay_cdf([run("smvs", 1.0), run("smvs", 1.1), run("bbr", 3.0), bare], path, title="a scenario")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_delay_distribution_of_runs_without_any_delay_is_an_empty_plot(tmp_path):
+    path = tmp_path / "delay-cdf.png"
+    delay_cdf([{"arm": "cubic", "delay_percentiles_ms": [math.nan] * 99}], path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -159,11 +159,15 @@ def delay_cdf(runs: list[dict[str, Any]], path: Path, title: str = "") -> None:
                 label=arm if number == 0 else None,
             )
     axis.axhline(95, color="0.5", linestyle=":", linewidth=0.8)
-    axis.set_xscale("log")
-    # ms at 1, 2 and 5 of each decade, written out: a run's delays span one or two decades
-    axis.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-    axis.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
-    axis.xaxis.set_minor_formatter(ticker.NullFormatter())
+    delays = np.asarray([r["delay_percentiles_ms"] for r in runs], dtype=np.float64)
+    if np.any(delays > 0):
+        axis.set_xscale("log")
+        # ms at 1, 2 and 5 of each decade, written out: a run's delays span one or two decades
+        axis.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.xaxis.set_minor_formatter(ticker.NullFormatter())
+    else:  # no run has packet records (a log scale would have nothing to scale)
+        axis.text(0.5, 0.5, "no delay measured", transform=axis.transAxes, ha="center")
     axis.set_xlabel("one-way delay in the cell (ms)")
     axis.set_ylabel("SDUs delivered within it (%)")
     axis.set_ylim(0, 100)
