@@ -16,6 +16,10 @@ def test_queue_percentiles_and_empty_fraction():
     assert metrics.percentile(queue, 50) == pytest.approx(35.0)
     assert metrics.empty_fraction(queue) == pytest.approx(0.2)
     assert math.isnan(metrics.percentile([], 95))
+    # at rank 9 x q / 100 between the sorted values: the 25th at 2.25 (10 + 0.25 x 10), the 50th at 4.5, the 90th
+    # at 8.1 (70 + 0.1 x 10)
+    assert metrics.percentiles(queue, (25, 50, 90)) == pytest.approx([12.5, 35.0, 71.0])
+    assert all(math.isnan(value) for value in metrics.percentiles([], (50, 95)))
 
 
 def test_goodput():
