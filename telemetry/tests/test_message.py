@@ -18,7 +18,7 @@ DECODE_NAMES = sorted(p.stem for p in (VECTORS / "decode").glob("*.bin"))
 def test_every_case_has_committed_vector_files():
     assert VALID_NAMES == sorted(vectors.VALID)
     assert INVALID_NAMES == sorted(vectors.INVALID)
-    assert DECODE_NAMES == sorted(vectors.DECODE_ONLY) == ["later_minor", "v1_0_basic", "v1_1_basic"]
+    assert DECODE_NAMES == sorted(vectors.DECODE_ONLY) == ["later_minor", "v1_0_basic", "v1_1_basic", "v1_2_basic"]
 
 
 @pytest.mark.parametrize("name", DECODE_NAMES)
@@ -41,6 +41,7 @@ def test_a_1_0_payload_reads_the_1_1_counters_as_zero_and_nothing_else_changes()
         decoded.dl_grant_prbs,
         decoded.cell_dl_prbs,
     ) == (0, 0, 0, 0, 0, 0)
+    assert (decoded.dl_idle_ttis, decoded.dl_idle_capacity_bytes) == (0xFFFFFFFF, 0) and not decoded.idle_counted
     assert decoded.dl_dropped_bytes == 2_904
 
 
@@ -50,7 +51,18 @@ def test_a_1_1_payload_reads_the_resource_blocks_as_unknown_and_nothing_else_cha
     assert payload[4:112] == (VECTORS / "basic.bin").read_bytes()[4:112]
     decoded = decode(payload)
     assert (decoded.dl_grant_prbs, decoded.cell_dl_prbs) == (0, 0)
+    assert (decoded.dl_idle_ttis, decoded.dl_idle_capacity_bytes) == (0xFFFFFFFF, 0) and not decoded.idle_counted
     assert (decoded.ul_ece_marked_acks, decoded.dl_dropped_bytes) == (3, 2_904)
+
+
+def test_a_1_2_payload_reads_the_idle_ttis_as_not_counted_and_nothing_else_changes():
+    payload = (VECTORS / "decode" / "v1_2_basic.bin").read_bytes()
+    assert len(payload) == 120 and payload[2:4] == b"\x78\x00"
+    assert payload[4:120] == (VECTORS / "basic.bin").read_bytes()[4:120]
+    decoded = decode(payload)
+    assert (decoded.dl_idle_ttis, decoded.dl_idle_capacity_bytes) == (0xFFFFFFFF, 0) and not decoded.idle_counted
+    assert (decoded.dl_grant_prbs, decoded.cell_dl_prbs) == (178, 25)
+    assert decode((VECTORS / "basic.bin").read_bytes()).idle_counted
 
 
 @pytest.mark.parametrize("name", VALID_NAMES)
@@ -80,7 +92,7 @@ def test_basic_vector_matches_spec_table_assembled_by_hand():
     parts = [
         (0, "<B", 1),
         (1, "<B", 0x02),
-        (2, "<H", 120),
+        (2, "<H", 128),
         (4, "<I", 1),
         (8, "<H", 0x46),
         (10, "<B", 3),
@@ -107,8 +119,10 @@ def test_basic_vector_matches_spec_table_assembled_by_hand():
         (108, "<I", 3),
         (112, "<I", 178),
         (116, "<I", 25),
+        (120, "<I", 1),
+        (124, "<I", 2_208),
     ]
-    payload = bytearray(120)
+    payload = bytearray(128)
     for offset, fmt, value in parts:
         struct.pack_into(fmt, payload, offset, value)
     payload[12:16] = bytes([172, 16, 0, 2])
@@ -118,12 +132,12 @@ def test_basic_vector_matches_spec_table_assembled_by_hand():
 def test_longer_payload_of_a_later_minor_revision_is_read():
     message = vectors.VALID["basic"]
     extended = bytearray(encode(message) + b"\xaa" * 8)
-    extended[2:4] = (128).to_bytes(2, "little")
+    extended[2:4] = (136).to_bytes(2, "little")
     assert decode(bytes(extended)) == message
 
 
 def test_a_payload_longer_than_any_length_field_is_a_field_error():
-    longest = bytearray(encode(vectors.VALID["basic"]) + bytes(0xFFFF - 120))
+    longest = bytearray(encode(vectors.VALID["basic"]) + bytes(0xFFFF - 128))
     longest[2:4] = (0xFFFF).to_bytes(2, "little")
     assert decode(bytes(longest)) == vectors.VALID["basic"]
     with pytest.raises(DecodeError) as raised:
@@ -189,18 +203,25 @@ def _payload(**fields: int) -> bytes:
     ("payload", "message"),
     [
         (b"\x01\x00\x60", "truncated: 3 bytes, the header alone is 4"),
-        (_payload()[:4], "truncated: 4 bytes, the length field says 120"),  # a whole header, no body
-        (_payload()[:95], "truncated: 95 bytes, the length field says 120"),
-        (_payload()[:119], "truncated: 119 bytes, the length field says 120"),
+        (_payload()[:4], "truncated: 4 bytes, the length field says 128"),  # a whole header, no body
+        (_payload()[:95], "truncated: 95 bytes, the length field says 128"),
+        (_payload()[:127], "truncated: 127 bytes, the length field says 128"),
         (_payload(version=3), "version: version 3, this decoder reads 1"),  # byte 0; byte 1 (flags) is 2
         (_payload(length=95), "field: length field 95 is below the version-1.0 size 96"),
         (
             _payload(length=108),
-            "field: length field 108 cuts a version-1.1 or 1.2 field (96 for 1.0, 112 for 1.1, at least 120)",
+            "field: length field 108 cuts a version-1.1, 1.2 or 1.3 field (96 for 1.0, 112 for 1.1, 120 for 1.2, "
+            "at least 128)",
         ),
         (
             _payload(length=116),
-            "field: length field 116 cuts a version-1.1 or 1.2 field (96 for 1.0, 112 for 1.1, at least 120)",
+            "field: length field 116 cuts a version-1.1, 1.2 or 1.3 field (96 for 1.0, 112 for 1.1, 120 for 1.2, "
+            "at least 128)",
+        ),
+        (
+            _payload(length=124),
+            "field: length field 124 cuts a version-1.1, 1.2 or 1.3 field (96 for 1.0, 112 for 1.1, 120 for 1.2, "
+            "at least 128)",
         ),
         (_payload(flags=0x06), "field: unknown flag bits 0x04"),  # the outage bit's neighbour, beside a known bit
         (_payload(reserved=7), "field: reserved byte is 7, not 0"),
@@ -209,11 +230,12 @@ def _payload(**fields: int) -> bytes:
         "3-bytes",
         "header-only",
         "95-bytes",
-        "119-bytes",
+        "127-bytes",
         "version-3",
         "length-95",
         "length-108",
         "length-116",
+        "length-124",
         "flag-0x04",
         "reserved-7",
     ],

@@ -6,6 +6,7 @@ whatever the generated vectors say. The C++ codec of enb-patches/ meets the same
 enb-patches/tests/test_standalone.py.
 """
 
+import json
 import math
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def test_spec_table_is_read_as_the_document_states_it():
         (2, "length"),
         (4, "cell_id"),
     ]
-    assert sum(f.size for f in LAYOUT.fields) == spec_vectors.FULL_SIZE == 120
+    assert sum(f.size for f in LAYOUT.fields) == spec_vectors.FULL_SIZE == 128
     assert [(f.offset, f.name) for f in LAYOUT.fields if f.offset >= spec_vectors.OLDER_SIZES[0]] == [
         (96, "dl_ce_marked_sdus"),
         (100, "dl_aqm_dropped_sdus"),
@@ -54,6 +55,8 @@ def test_spec_table_is_read_as_the_document_states_it():
         (108, "ul_ece_marked_acks"),
         (112, "dl_grant_prbs"),
         (116, "cell_dl_prbs"),
+        (120, "dl_idle_ttis"),
+        (124, "dl_idle_capacity_bytes"),
     ]
     for before, after in zip(LAYOUT.fields, LAYOUT.fields[1:], strict=False):
         assert before.offset + before.size == after.offset
@@ -109,9 +112,13 @@ def test_python_rejects_the_hand_bytes_with_their_kind(name):
 def test_golden_layout_written_for_other_codecs_keeps_bytes_and_values(tmp_path):
     spec_vectors.write_golden(VECTORS, tmp_path)
     assert sorted(p.stem for p in tmp_path.glob("*.bin")) == ENCODED
-    assert sorted(p.stem for p in (tmp_path / "decode").glob("*.bin")) == ["later_minor", "v1_0", "v1_1"]
+    assert sorted(p.stem for p in (tmp_path / "decode").glob("*.bin")) == ["later_minor", "v1_0", "v1_1", "v1_2"]
     assert '"ul_ece_marked_acks": 0' in (tmp_path / "decode" / "v1_0.json").read_text()
     assert '"cell_dl_prbs": 0' in (tmp_path / "decode" / "v1_1.json").read_text()
+    # SPEC.md, "Versioning": before 1.3 the idle TTIs read as not counted, 0xFFFFFFFF, not 0
+    for older in ("v1_0", "v1_1", "v1_2"):
+        fields = json.loads((tmp_path / "decode" / f"{older}.json").read_text())
+        assert (fields["dl_idle_ttis"], fields["dl_idle_capacity_bytes"]) == (4294967295, 0), older
     assert sorted(p.stem for p in (tmp_path / "invalid").glob("*.bin")) == INVALID
     assert (tmp_path / "maxima.bin").read_bytes() == VECTORS["maxima"].payload
     assert '"mean_cqi": Infinity' in (tmp_path / "maxima.json").read_text()
@@ -164,6 +171,21 @@ def test_a_1_1_vector_lists_only_the_1_1_fields_and_decodes_with_the_resource_bl
     assert v1_1.payload[4:] == VECTORS["offsets"].payload[4:112]
     decoded = decode(v1_1.payload)
     assert (decoded.dl_grant_prbs, decoded.cell_dl_prbs, decoded.ul_ece_marked_acks) == (0, 0, 0x6F6E6D6C)
+
+
+def test_a_1_2_vector_lists_only_the_1_2_fields_and_decodes_with_the_idle_ttis_not_counted():
+    v1_2 = VECTORS["v1_2"]
+    assert v1_2.decode_only and len(v1_2.payload) == 120 and "dl_idle_ttis" not in v1_2.values
+    assert v1_2.payload[4:] == VECTORS["offsets"].payload[4:120]
+    decoded = decode(v1_2.payload)
+    assert (decoded.dl_idle_ttis, decoded.dl_idle_capacity_bytes, decoded.cell_dl_prbs) == (0xFFFFFFFF, 0, 0x77767574)
+
+
+def test_a_1_3_vector_without_its_1_3_fields_is_refused(tmp_path):
+    text = (DIRECTORY / "zeros.hex").read_text()
+    (tmp_path / "short.hex").write_text(text.split("00 00 00 00               # dl_idle_ttis")[0])
+    with pytest.raises(spec_vectors.VectorError, match="missing"):
+        spec_vectors.load(tmp_path, SPEC)
 
 
 def test_a_1_2_vector_without_its_1_2_fields_is_refused(tmp_path):

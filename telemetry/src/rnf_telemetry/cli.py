@@ -32,6 +32,7 @@ def format_line(message: TelemetryMessage) -> str:
         + (f" aqm_drops={message.dl_aqm_dropped_sdus}" if message.dl_aqm_dropped_sdus else "")
         + (f" ece={message.ul_ece_marked_acks}" if message.ul_ece_marked_acks else "")
         + (f" prbs={message.dl_grant_prbs}/{message.cell_dl_prbs}" if message.cell_dl_prbs else "")
+        + (f" idle={message.dl_idle_ttis}tti/{message.dl_idle_capacity_bytes}B" if message.idle_counted else "")
         + (" OUTAGE" if message.outage else "")
     )
 

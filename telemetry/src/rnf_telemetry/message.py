@@ -1,7 +1,8 @@
-"""The version-1.2 telemetry message and its codec, exactly as telemetry/SPEC.md lays it out.
+"""The version-1.3 telemetry message and its codec, exactly as telemetry/SPEC.md lays it out.
 
-The encoder writes 1.2 (120 bytes); the decoder also reads 1.0 payloads (96 bytes), whose 1.1 counters are 0, and
-1.1 payloads (112 bytes), whose resource-block fields are 0 (unknown).
+The encoder writes 1.3 (128 bytes); the decoder also reads 1.0 payloads (96 bytes), whose 1.1 counters are 0, 1.1
+payloads (112 bytes), whose resource-block fields are 0 (unknown), and 1.2 payloads (120 bytes); before 1.3 the
+idle TTIs read as IDLE_NOT_COUNTED.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from dataclasses import dataclass, field
 from rnf_telemetry.topic import StreamKey, parse_topic
 
 VERSION = 1
-PAYLOAD_SIZE = 120  # version 1.2
+PAYLOAD_SIZE = 128  # version 1.3
 PAYLOAD_SIZE_1_0 = 96  # a 1.0 payload: the fields before the queue discipline's counters
 PAYLOAD_SIZE_1_1 = 112  # a 1.1 payload: the fields before the resource blocks
+PAYLOAD_SIZE_1_2 = 120  # a 1.2 payload: the fields before the idle TTIs
+IDLE_NOT_COUNTED = 0xFFFFFFFF  # `dl_idle_ttis` of a publisher that does not count them (SPEC.md)
 MAX_PAYLOAD_SIZE = 0xFFFF  # the most the u16 `length` field can describe
 FLAG_OUTAGE = 0x01
 FLAG_UE_IP_VALID = 0x02
@@ -26,8 +29,9 @@ _KNOWN_FLAGS = FLAG_OUTAGE | FLAG_UE_IP_VALID
 _LAYOUT_1_0 = struct.Struct("<BBHIHBB4sQQIIIIIIIIQQffII")
 _LAYOUT_1_1 = struct.Struct("<IIII")  # appended at offset 96
 _LAYOUT_1_2 = struct.Struct("<II")  # appended at offset 112
+_LAYOUT_1_3 = struct.Struct("<II")  # appended at offset 120
 assert _LAYOUT_1_0.size == PAYLOAD_SIZE_1_0 and _LAYOUT_1_0.size + _LAYOUT_1_1.size == PAYLOAD_SIZE_1_1
-assert PAYLOAD_SIZE_1_1 + _LAYOUT_1_2.size == PAYLOAD_SIZE
+assert PAYLOAD_SIZE_1_1 + _LAYOUT_1_2.size == PAYLOAD_SIZE_1_2 and PAYLOAD_SIZE_1_2 + _LAYOUT_1_3.size == PAYLOAD_SIZE
 
 
 class DecodeError(ValueError):
@@ -68,6 +72,8 @@ class TelemetryMessage:
     ul_ece_marked_acks: int = 0
     dl_grant_prbs: int = 0
     cell_dl_prbs: int = 0
+    dl_idle_ttis: int = IDLE_NOT_COUNTED
+    dl_idle_capacity_bytes: int = 0
     ue_ip: str | None = None
     outage: bool = False
     version: int = field(default=VERSION, compare=False)
@@ -90,13 +96,18 @@ class TelemetryMessage:
         return self.period_us * 1e-6
 
     @property
+    def idle_counted(self) -> bool:
+        """Whether the publisher counts the TTIs the queue held nothing in, and the capacity they offered."""
+        return self.dl_idle_ttis != IDLE_NOT_COUNTED
+
+    @property
     def sched_rate_bps(self) -> float:
         """Scheduled downlink rate b over the period, bit/s."""
         return 8.0 * self.sched_bytes / self.period_s if self.period_us else 0.0
 
 
 def encode(message: TelemetryMessage) -> bytes:
-    """The 120-byte (version 1.2) payload of a message."""
+    """The 128-byte (version 1.3) payload of a message."""
     flags = (FLAG_OUTAGE if message.outage else 0) | (FLAG_UE_IP_VALID if message.ue_ip else 0)
     ip = ipaddress.IPv4Address(message.ue_ip).packed if message.ue_ip else bytes(4)
     return (
@@ -133,6 +144,7 @@ def encode(message: TelemetryMessage) -> bytes:
             message.ul_ece_marked_acks,
         )
         + _LAYOUT_1_2.pack(message.dl_grant_prbs, message.cell_dl_prbs)
+        + _LAYOUT_1_3.pack(message.dl_idle_ttis, message.dl_idle_capacity_bytes)
     )
 
 
@@ -154,10 +166,11 @@ def decode(payload: bytes) -> TelemetryMessage:
         raise DecodeError("field", f"length field {length} is below the version-1.0 size {PAYLOAD_SIZE_1_0}")
     if len(payload) < length:
         raise DecodeError("truncated", f"{len(payload)} bytes, the length field says {length}")
-    if PAYLOAD_SIZE_1_0 < length < PAYLOAD_SIZE_1_1 or PAYLOAD_SIZE_1_1 < length < PAYLOAD_SIZE:
+    if length not in (PAYLOAD_SIZE_1_0, PAYLOAD_SIZE_1_1, PAYLOAD_SIZE_1_2) and length < PAYLOAD_SIZE:
         raise DecodeError(
             "field",
-            f"length field {length} cuts a version-1.1 or 1.2 field (96 for 1.0, 112 for 1.1, at least {PAYLOAD_SIZE})",
+            f"length field {length} cuts a version-1.1, 1.2 or 1.3 field "
+            f"(96 for 1.0, 112 for 1.1, 120 for 1.2, at least {PAYLOAD_SIZE})",
         )
     (
         _version,
@@ -190,7 +203,10 @@ def decode(payload: bytes) -> TelemetryMessage:
         _LAYOUT_1_1.unpack_from(payload, PAYLOAD_SIZE_1_0) if length >= PAYLOAD_SIZE_1_1 else (0, 0, 0, 0)
     )
     # Before 1.2 no publisher reported resource blocks: 0 is "unknown" (SPEC.md, `cell_dl_prbs`).
-    grant_prbs, cell_prbs = _LAYOUT_1_2.unpack_from(payload, PAYLOAD_SIZE_1_1) if length >= PAYLOAD_SIZE else (0, 0)
+    grant_prbs, cell_prbs = _LAYOUT_1_2.unpack_from(payload, PAYLOAD_SIZE_1_1) if length >= PAYLOAD_SIZE_1_2 else (0, 0)
+    idle_ttis, idle_capacity = (
+        _LAYOUT_1_3.unpack_from(payload, PAYLOAD_SIZE_1_2) if length >= PAYLOAD_SIZE else (IDLE_NOT_COUNTED, 0)
+    )
     if flags & ~_KNOWN_FLAGS:
         raise DecodeError("field", f"unknown flag bits 0x{flags & ~_KNOWN_FLAGS:02x}")
     if reserved:
@@ -221,6 +237,8 @@ def decode(payload: bytes) -> TelemetryMessage:
         ul_ece_marked_acks=ece_acks,
         dl_grant_prbs=grant_prbs,
         cell_dl_prbs=cell_prbs,
+        dl_idle_ttis=idle_ttis,
+        dl_idle_capacity_bytes=idle_capacity,
         ue_ip=str(ipaddress.IPv4Address(ip)) if flags & FLAG_UE_IP_VALID else None,
         outage=bool(flags & FLAG_OUTAGE),
     )

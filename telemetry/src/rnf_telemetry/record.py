@@ -74,6 +74,12 @@ def telemetry_fields(message: TelemetryMessage) -> dict[str, int | float | bool 
         "grant_prbs": message.dl_grant_prbs,
         "cell_prbs": message.cell_dl_prbs,
         "outage": message.outage,
+        # contract 1.3; left out where the publisher does not count them, rather than written as its 0xFFFFFFFF
+        **(
+            {"idle_ttis": message.dl_idle_ttis, "idle_capacity_bytes": message.dl_idle_capacity_bytes}
+            if message.idle_counted
+            else {}
+        ),
     }
 
 

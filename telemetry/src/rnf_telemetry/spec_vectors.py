@@ -15,9 +15,9 @@ under test (Python, C++) must produce exactly these bytes from the values, and d
     truncate 95                       keep only the first 95 bytes
     aa bb         # extra = why       bytes past the fields SPEC.md knows (a later minor revision), after them all
 
-A valid vector lists the fields its `length` covers: every field of the table for 120 or more, the version-1.0
-fields for 96, the version-1.1 fields for 112 (SPEC.md, "Versioning"). Those of 1.0, 1.1 or longer than 120 are
-read, not written, by a 1.2 encoder: `decode_only`.
+A valid vector lists the fields its `length` covers: every field of the table for 128 or more, the version-1.0
+fields for 96, the version-1.1 fields for 112, the version-1.2 fields for 120 (SPEC.md, "Versioning"). Those of
+1.0, 1.1, 1.2 or longer than 128 are read, not written, by a 1.3 encoder: `decode_only`.
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ _SIZES = {"u8": 1, "u16": 2, "u32": 4, "u64": 8, "f32": 4, "4 bytes": 4}
 _ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|\s*`(\w+)`\s*\|")
 _FLAG = re.compile(r"bit (\d+) `(\w+)`")
 _LINE = re.compile(r"^(?:@(\d+)\s+)?((?:[0-9a-fA-F]{2}\s*)+)#\s*(\w+)\s*=\s*(.+?)\s*$")
-OLDER_SIZES = (96, 112)  # the payloads of versions 1.0 and 1.1: SPEC.md's fields before these offsets
-FULL_SIZE = 120  # version 1.2: every field of SPEC.md's table (test_spec_vectors checks the table's sum)
+OLDER_SIZES = (96, 112, 120)  # the payloads of versions 1.0, 1.1 and 1.2: SPEC.md's fields before these offsets
+FULL_SIZE = 128  # version 1.3: every field of SPEC.md's table (test_spec_vectors checks the table's sum)
+# What a decoder reads for a field an older payload does not carry, where it is not 0 (SPEC.md, "Versioning").
+NOT_CARRIED: dict[str, int] = {"dl_idle_ttis": 0xFFFFFFFF}
 EXTRA = "extra"  # bytes past the fields of the table
 
 
@@ -110,7 +112,7 @@ class SpecVector:
 
     @property
     def decode_only(self) -> bool:
-        """A valid payload that a current encoder does not write: a 1.0 or 1.1 one, or a later minor revision's."""
+        """A valid payload that a current encoder does not write: a 1.0, 1.1 or 1.2 one, or a later minor revision's."""
         return self.valid and len(self.payload) != FULL_SIZE
 
 
@@ -228,16 +230,18 @@ def load(directory: Path = DIRECTORY, spec: Path = SPEC) -> dict[str, SpecVector
 
 def golden_fields(vector: SpecVector, layout: Layout | None = None) -> dict[str, object]:
     """A valid vector's values in the golden vectors' JSON form (telemetry/vectors/README.md): the decoded
-    message's fields, `ue_ip` null unless UE_IP_VALID, NaN as null; the fields a 1.0 or 1.1 payload does not carry
-    are 0 (SPEC.md, "Versioning")."""
+    message's fields, `ue_ip` null unless UE_IP_VALID, NaN as null; the fields a 1.0, 1.1 or 1.2 payload does not
+    carry are 0, or NOT_CARRIED's value (SPEC.md, "Versioning")."""
     layout = layout or read_layout()
-    values: dict[str, Value] = {f.name: 0 for f in layout.fields} | vector.values
+    values: dict[str, Value] = {f.name: 0 for f in layout.fields} | NOT_CARRIED | vector.values
     flags, ip = values.pop("flags"), values.pop("ue_ipv4")
     assert isinstance(flags, tuple) and isinstance(ip, str)
     # Constants of a valid version-1 payload, not fields of the decoded message.
     length, reserved = values.pop("length"), values.pop("reserved")
     if reserved != 0 or values["version"] != 1 or not (length in OLDER_SIZES or FULL_SIZE <= int(length)):
-        raise VectorError(f"{vector.name}: a valid vector has version 1, length 96, 112 or at least 120, reserved 0")
+        raise VectorError(
+            f"{vector.name}: a valid vector has version 1, length 96, 112, 120 or at least 128, reserved 0"
+        )
     fields: dict[str, object] = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
     fields["outage"] = "OUTAGE" in flags
     fields["ue_ip"] = ip if "UE_IP_VALID" in flags else None

@@ -1,8 +1,8 @@
 """Golden vectors of the contract: the cases, and reading and writing telemetry/vectors/.
 
 Each valid vector is three files, NAME.topic (frame 1, ASCII), NAME.bin (frame 2) and NAME.json (the decoded
-fields, flat, NaN written as null). Each decode-only vector (a payload of another minor revision, which a 1.2
-encoder does not write) is decode/NAME.bin with decode/NAME.json, the fields a 1.2 decoder reads from it. Each
+fields, flat, NaN written as null). Each decode-only vector (a payload of another minor revision, which a 1.3
+encoder does not write) is decode/NAME.bin with decode/NAME.json, the fields a 1.3 decoder reads from it. Each
 invalid vector is invalid/NAME.bin with invalid/NAME.json naming the SPEC.md error kind a decoder must report.
 """
 
@@ -13,7 +13,14 @@ import json
 import math
 from pathlib import Path
 
-from rnf_telemetry.message import PAYLOAD_SIZE_1_0, PAYLOAD_SIZE_1_1, TelemetryMessage, encode
+from rnf_telemetry.message import (
+    IDLE_NOT_COUNTED,
+    PAYLOAD_SIZE_1_0,
+    PAYLOAD_SIZE_1_1,
+    PAYLOAD_SIZE_1_2,
+    TelemetryMessage,
+    encode,
+)
 
 VALID: dict[str, TelemetryMessage] = {
     "basic": TelemetryMessage(
@@ -42,6 +49,8 @@ VALID: dict[str, TelemetryMessage] = {
         ul_ece_marked_acks=3,
         dl_grant_prbs=178,
         cell_dl_prbs=25,
+        dl_idle_ttis=1,
+        dl_idle_capacity_bytes=2_208,
         ue_ip="172.16.0.2",
     ),
     "ip_unknown_no_grant": TelemetryMessage(
@@ -53,6 +62,7 @@ VALID: dict[str, TelemetryMessage] = {
         seq=0,
         period_us=1_000,
         dl_queue_limit_bytes=300_000,
+        dl_idle_ttis=1,
     ),
     "outage": TelemetryMessage(
         cell_id=7,
@@ -96,6 +106,8 @@ VALID: dict[str, TelemetryMessage] = {
         ul_ece_marked_acks=(1 << 32) - 1,
         dl_grant_prbs=(1 << 32) - 1,
         cell_dl_prbs=(1 << 32) - 1,
+        dl_idle_ttis=(1 << 32) - 1,
+        dl_idle_capacity_bytes=(1 << 32) - 1,
         ue_ip="255.255.255.255",
         outage=True,
     ),
@@ -110,16 +122,23 @@ def _decode_only() -> dict[str, tuple[bytes, TelemetryMessage]]:
     basic = encode(VALID["basic"])
     counters_1_1 = {"dl_ce_marked_sdus": 0, "dl_aqm_dropped_sdus": 0, "dl_aqm_dropped_bytes": 0}
     prbs_1_2 = {"dl_grant_prbs": 0, "cell_dl_prbs": 0}
+    idle_1_3 = {"dl_idle_ttis": IDLE_NOT_COUNTED, "dl_idle_capacity_bytes": 0}
     return {
-        # A 1.0 publisher's payload: the 1.1 counters and the 1.2 resource blocks read as 0.
+        # A 1.0 publisher's payload: the 1.1 counters and the 1.2 resource blocks read as 0, the idle TTIs as not
+        # counted.
         "v1_0_basic": (
             _with_length(basic[:PAYLOAD_SIZE_1_0], PAYLOAD_SIZE_1_0),
-            dataclasses.replace(VALID["basic"], **counters_1_1, **prbs_1_2, ul_ece_marked_acks=0),
+            dataclasses.replace(VALID["basic"], **counters_1_1, **prbs_1_2, **idle_1_3, ul_ece_marked_acks=0),
         ),
-        # A 1.1 publisher's payload: the 1.2 resource blocks read as 0 (unknown).
+        # A 1.1 publisher's payload: the 1.2 resource blocks read as 0 (unknown), the idle TTIs as not counted.
         "v1_1_basic": (
             _with_length(basic[:PAYLOAD_SIZE_1_1], PAYLOAD_SIZE_1_1),
-            dataclasses.replace(VALID["basic"], **prbs_1_2),
+            dataclasses.replace(VALID["basic"], **prbs_1_2, **idle_1_3),
+        ),
+        # A 1.2 publisher's payload: the idle TTIs read as not counted.
+        "v1_2_basic": (
+            _with_length(basic[:PAYLOAD_SIZE_1_2], PAYLOAD_SIZE_1_2),
+            dataclasses.replace(VALID["basic"], **idle_1_3),
         ),
         # A later minor revision's: 8 bytes this revision does not know, ignored.
         "later_minor": (_with_length(basic + bytes(range(0xA0, 0xA8)), len(basic) + 8), VALID["basic"]),
@@ -138,9 +157,11 @@ def _invalid() -> dict[str, tuple[bytes, str]]:
         "truncated_body": (basic[:95], "truncated"),
         "truncated_counters_1_1": (basic[:111], "truncated"),
         "truncated_prbs_1_2": (basic[:119], "truncated"),
+        "truncated_idle_1_3": (basic[:127], "truncated"),
         "length_beyond_payload": (future_minor[: len(basic) + 4], "truncated"),
         "length_cuts_a_1_1_field": (_with_length(basic, 100), "field"),
         "length_cuts_a_1_2_field": (_with_length(basic, 116), "field"),
+        "length_cuts_a_1_3_field": (_with_length(basic, 124), "field"),
         "version_2": (b"\x02" + basic[1:], "version"),
         "version_0": (b"\x00" + basic[1:], "version"),
         "unknown_flag": (basic[:1] + b"\x83" + basic[2:], "field"),
