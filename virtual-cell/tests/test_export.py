@@ -27,6 +27,8 @@ def report(**changes) -> UeReport:
         granted_capacity_bytes=12_500,
         backlogged_capacity_bytes=12_500,
         backlogged_ttis=10,
+        idle_ttis=0,
+        idle_capacity_bytes=0,
         arrived_bytes=12_000,
         arrived_sdus=8,
         delivered_bytes=11_000,
@@ -72,6 +74,15 @@ def test_message_carries_the_datapath_numbers_unchanged():
     assert (message.dl_dropped_sdus, message.dl_dropped_bytes) == (1, 1500)
     assert (message.rnti, message.lcid, message.ue_ip, message.period_us) == (0x46, 3, "172.16.0.2", 10_000)
     assert message.dl_queue_limit_bytes == 9000 and not message.outage
+
+
+def test_the_ttis_an_empty_queue_lost_and_their_capacity_are_the_datapaths():
+    # 10 TTIs per period: the 4th emptied the queue, and 6 offered 7500 bytes the empty queue left unused
+    message = TelemetryBuilder(CONFIG).message(report(backlogged_ttis=4, idle_ttis=6, idle_capacity_bytes=7_500))
+    assert message.idle_counted
+    assert (message.dl_idle_ttis, message.dl_idle_capacity_bytes) == (6, 7_500)
+    backlogged = TelemetryBuilder(CONFIG).message(report())
+    assert (backlogged.dl_idle_ttis, backlogged.dl_idle_capacity_bytes) == (0, 0)
 
 
 def test_sequence_numbers_count_per_ue_from_zero():

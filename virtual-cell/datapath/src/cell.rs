@@ -202,6 +202,12 @@ impl Cell {
                 counters.backlogged_ttis += 1;
                 counters.backlogged_capacity_bytes += allocation.offered;
             }
+            if allocation.bytes >= self.backlog[i] {
+                // nothing left to send after this TTI (nothing waited, or its grant took all): what it could have
+                // carried beyond is the capacity the empty queue left unused
+                counters.idle_ttis += 1;
+                counters.idle_capacity_bytes += self.scheduler.unused_capacity(self.capacity[i], allocation.bytes);
+            }
             if allocation.bytes == 0 {
                 continue;
             }
@@ -389,6 +395,10 @@ mod tests {
         assert_eq!(reports[0].counters.arrived_sdus, 0);
         assert_eq!(reports[0].counters.sched_new_bytes, 5_000);
         assert_eq!(reports[0].counters.backlogged_ttis, 5);
+        // the 5th TTI's grant took the last 1000 bytes, and the other 5 offered their 1000 bytes each to an empty
+        // queue: 6 idle TTIs, 5000 bytes unused
+        assert_eq!((c.idle_ttis, c.idle_capacity_bytes), (0, 0));
+        assert_eq!((reports[0].counters.idle_ttis, reports[0].counters.idle_capacity_bytes), (6, 5_000));
     }
 
     #[test]
@@ -496,6 +506,19 @@ mod tests {
         assert_eq!(reports[1].counters.sched_new_bytes, 1500);
         assert_eq!(reports[1].counters.backlogged_capacity_bytes, 1500);
         assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn an_idle_ue_of_a_shared_cell_is_offered_what_the_others_left() {
+        // UE 1 sends all it has, 1500 of its 2000 bytes (75 % of the TTI): the 25 % left would have carried 250 of
+        // UE 0's 1000, whose queue is empty, and 500 more of UE 1's; the next TTI nobody is served, and each could
+        // have had all its capacity.
+        let mut cell = Cell::new(SchedulerKind::RoundRobin, 100, 2, 1, vec![ue(&[1000]), ue(&[2000])]);
+        cell.enqueue(1, packet(1500, 0)).unwrap();
+        let (_, reports) = run(&mut cell, 2);
+        let counted = |r: &UeReport| (r.counters.backlogged_ttis, r.counters.idle_ttis, r.counters.idle_capacity_bytes);
+        assert_eq!(counted(&reports[0]), (0, 2, 1250));
+        assert_eq!(counted(&reports[1]), (1, 2, 2500));
     }
 
     #[test]

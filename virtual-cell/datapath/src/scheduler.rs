@@ -23,6 +23,8 @@ pub struct Scheduler {
     average: Vec<f64>,
     alpha: f64,
     order: Vec<usize>,
+    /// The share of the last TTI no UE was served in (shared schedulers).
+    unused: f64,
 }
 
 /// Rounding guard on `f * c` so that exact fractions such as 0.7 * 2000 give 1400 bytes, not 1399.
@@ -36,12 +38,24 @@ impl Scheduler {
             average: vec![0.0; ues],
             alpha: 1.0 / pf_window_ttis as f64,
             order: Vec::with_capacity(ues),
+            unused: 1.0,
         }
     }
 
     /// Proportional fair's average bytes per TTI of UE `ue`.
     pub fn average(&self, ue: usize) -> f64 {
         self.average[ue]
+    }
+
+    /// What the last TTI would have carried for a UE of capacity `c_i(t)` that was served `served` bytes and had
+    /// no more to send: what the share of the TTI no UE was served in (the resource blocks no grant used) offered
+    /// it, whole bytes; with the dedicated scheduler, whose UEs have links of their own, `c_i(t)` less `served`.
+    pub fn unused_capacity(&self, capacity: u32, served: u64) -> u64 {
+        if self.kind == SchedulerKind::Dedicated {
+            (capacity as u64).saturating_sub(served)
+        } else {
+            (self.unused * capacity as f64 + EPSILON).floor() as u64
+        }
     }
 
     /// Shares one TTI: `capacity[i]` is `c_i(t)`, `backlog[i]` the bytes UE `i` could send; fills `out`.
@@ -80,6 +94,7 @@ impl Scheduler {
                 out[i] = Allocation { bytes, offered };
                 fraction = (fraction - bytes as f64 / c).max(0.0);
             }
+            self.unused = fraction;
             // Backlogged UEs without a turn (outage, or after f was spent) were offered 0.
         }
         if self.kind == SchedulerKind::ProportionalFair {

@@ -57,6 +57,8 @@ class UeReport:
     granted_capacity_bytes: int
     backlogged_capacity_bytes: int
     backlogged_ttis: int
+    idle_ttis: int
+    idle_capacity_bytes: int
     arrived_bytes: int
     arrived_sdus: int
     delivered_bytes: int

@@ -124,6 +124,8 @@ class TelemetryBuilder:
             dl_aqm_dropped_sdus=report.aqm_dropped_sdus,
             dl_aqm_dropped_bytes=report.aqm_dropped_bytes,
             ul_ece_marked_acks=report.ece_marked_acks,
+            dl_idle_ttis=report.idle_ttis,
+            dl_idle_capacity_bytes=report.idle_capacity_bytes,
             ue_ip=str(self.config.ue_ips()[report.ue]),
             outage=report.outage_ttis > 0,
         )
