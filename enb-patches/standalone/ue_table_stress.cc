@@ -1,7 +1,9 @@
 /// The series' UE table (telemetry_ue_table) under concurrent writers and one reader, as srsenb drives it:
 ///
 /// - PHY workers (threads) schedule adjacent TTIs in parallel: each extends srsRAN's 10240-wrapping TTI with
-///   dl_tti() and reports grants, drops, CQI and the RLC buffer state of the same UEs, all at once;
+///   dl_tti() and reports grants, drops, CQI and the RLC buffer state of the same UEs, and the end of the TTI's
+///   scheduling (dl_tti_scheduled: every DRB with an empty queue counts the TTI and the PRBs no grant used), all
+///   at once;
 /// - the stack thread claims and releases UE slots (with their bearers and IP addresses) and toggles radio link
 ///   failure, meanwhile;
 /// - one reader (the exporter's role) reads the occupied slots in a loop.
@@ -46,6 +48,18 @@ constexpr uint32_t nof_prb        = 25; // RBGs of 2 PRBs, the last one of 1
 constexpr uint32_t tti_wrap       = 10240;
 constexpr uint32_t barrier_rounds = 64; // PHY workers stay within 64 * 3 TTIs of each other (srsRAN: a few)
 constexpr uint32_t max_live_churn = 40;
+// A DRB of each stable UE that never has data: every TTI's scheduling finds it empty.
+constexpr uint32_t idle_lcid = 7;
+
+/// A TTI's scheduling result as dl_tti_scheduled reads it (srsenb's sched_interface::dl_sched_res_t).
+struct tti_result {
+  struct common_grant {
+    srsran_dci_dl_t dci;
+  };
+  std::vector<sched_interface::dl_sched_data_t> data;
+  std::vector<common_grant>                     rar;
+  std::vector<common_grant>                     bc;
+};
 
 std::atomic<uint32_t> failures{0};
 
@@ -149,6 +163,8 @@ std::array<uint8_t, 4> ip_of(uint16_t rnti)
 
 void worker(ue_table& table, barrier& sync, uint32_t w, uint64_t rounds)
 {
+  tti_result result;
+  result.data.resize(1);
   for (uint64_t r = 0; r < rounds; ++r) {
     if (r % barrier_rounds == 0) {
       sync.wait();
@@ -159,11 +175,13 @@ void worker(ue_table& table, barrier& sync, uint32_t w, uint64_t rounds)
 
     uint16_t rnti = stable_rnti[r % nof_stable];
     uint32_t lcid = drb_of(w);
-    table.dl_grant(tti, 0, nof_prb, make_grant(rnti, w, r));
+    result.data[0] = make_grant(rnti, w, r);
+    table.dl_grant(tti, 0, nof_prb, result.data[0]);
     table.dl_sdu_dropped(rnti, drop_lcid, 100 + w);
     table.dl_cqi(rnti, cqi_of(r, w));
     table.dl_buffer_state(rnti, lcid, static_cast<uint32_t>(r), w);
     table.dl_queue_sdus(rnti, lcid, static_cast<uint32_t>(r));
+    table.dl_tti_scheduled(0, nof_prb, result);
   }
 }
 
@@ -224,6 +242,8 @@ void check_not_decreasing(const ue_snapshot_t& prev, const ue_snapshot_t& s)
     CHECK(b.dropped_bytes >= p.dropped_bytes);
     CHECK(b.queue_sdus >= p.queue_sdus); // one writer per bearer, writing 0, 1, 2, ...
     CHECK(b.queue_new_bytes >= p.queue_new_bytes);
+    CHECK(b.idle_ttis >= p.idle_ttis);
+    CHECK(b.idle_prbs >= p.idle_prbs);
   }
 }
 
@@ -288,7 +308,7 @@ ue_snapshot_t snapshot_of(const ue_table& table, uint16_t rnti)
 void check_totals(const ue_table& table, uint64_t rounds, uint64_t rlf_events)
 {
   for (uint32_t k = 0; k < nof_stable; ++k) {
-    uint64_t grants = 0, prbs = 0, mcs = 0, cqis = 0, cqi_sum = 0, drops = 0, drop_bytes = 0;
+    uint64_t grants = 0, prbs = 0, mcs = 0, cqis = 0, cqi_sum = 0, drops = 0, drop_bytes = 0, unused_prbs = 0;
     uint64_t new_bytes[nof_lcids] = {}, retx_bytes[nof_lcids] = {};
     uint64_t last_round[nof_workers] = {};
     uint32_t harq_drb[nof_workers]   = {};
@@ -310,7 +330,20 @@ void check_totals(const ue_table& table, uint64_t rounds, uint64_t rlf_events)
         last_round[w] = r;
       }
     }
+    // every TTI of every worker, whichever UE it granted, left the PRBs of the others' RBGs unused
+    for (uint64_t r = 0; r < rounds; ++r) {
+      for (uint32_t w = 0; w < nof_workers; ++w) {
+        unused_prbs += nof_prb - prbs_of(w);
+      }
+    }
     ue_snapshot_t s = snapshot_of(table, stable_rnti[k]);
+    CHECK(s.bearers[idle_lcid].idle_ttis == rounds * nof_workers);
+    CHECK(s.bearers[idle_lcid].idle_prbs == unused_prbs);
+    // retransmission bytes (the worker's number) wait on DRBs 4 and 5 from their first write on: never idle after
+    // it, and before it only while that worker has not reached the UE
+    for (uint32_t w = 1; w < nof_workers; ++w) {
+      CHECK(s.bearers[drb_of(w)].idle_ttis <= nof_workers * (nof_stable + barrier_rounds));
+    }
     CHECK(s.grant_ttis == grants);
     CHECK(s.grant_prbs == prbs);
     CHECK(s.mcs_sum == mcs);
@@ -361,6 +394,7 @@ int main(int argc, char** argv)
     for (uint32_t w = 0; w < nof_workers; ++w) {
       table.add_bearer(rnti, drb_of(w), 256, 0);
     }
+    table.add_bearer(rnti, idle_lcid, 256, 0);
   }
 
   std::atomic<bool> workers_done{false};

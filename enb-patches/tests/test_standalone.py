@@ -93,7 +93,7 @@ def check_message_test(result: subprocess.CompletedProcess[str], directory: Path
     assert valid and invalid and decode_only
     for name in valid:
         topic = (directory / f"{name}.topic").read_text()
-        assert f"valid vector {name:<22} encodes to {topic} and 120 payload bytes, byte for byte" in lines
+        assert f"valid vector {name:<22} encodes to {topic} and 128 payload bytes, byte for byte" in lines
     for name in decode_only:
         size = (directory / "decode" / f"{name}.bin").stat().st_size
         assert f"decode-only vector {name:<22} of {size} bytes decodes to its fields" in lines
