@@ -1,5 +1,7 @@
 """What smvs and rnf share: the fallback before the first message, and banks that grow."""
 
+import math
+
 import pytest
 from rnf_proxy.control import AckSample, Mode, RanSample, Tick
 from rnf_proxy.rnf import Rnf, RnfBank, RnfConfig
@@ -65,3 +67,15 @@ def test_b_max_is_the_reported_byte_limit_or_the_sdu_limit_in_full_size_packets(
     assert sample(300_000, 256).queue_limit == 300_000  # bytes win when both are reported
     assert sample(0, 256).queue_limit == 384_000  # srsenb: 256 SDUs of at most 1500 B
     assert sample(0, 0).queue_limit == 0  # none: B_max must be configured
+
+
+def test_the_capacity_an_empty_queue_left_is_the_enbs_count_or_not_known():
+    def sample(**idle: int) -> RanSample:
+        message = TelemetryMessage(
+            cell_id=1, rnti=0x46, lcid=3, timestamp_ns=0, tti=0, seq=0, period_us=10_000, ue_ip="172.16.0.2", **idle
+        )
+        return RanSample.from_message(message)
+
+    assert sample(dl_idle_ttis=3, dl_idle_capacity_bytes=4_500).idle == 4_500
+    assert sample(dl_idle_ttis=0, dl_idle_capacity_bytes=0).idle == 0  # counted: the queue never ran empty
+    assert math.isnan(sample().idle)  # a publisher that does not count them (before contract 1.3)

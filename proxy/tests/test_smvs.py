@@ -24,8 +24,8 @@ HAND = SmvsConfig(
 )
 
 
-def report(queue, served, outage=False, limit=0, cqi=float("nan")):
-    return RanSample(queue=queue, served=served, period_s=TS, outage=outage, queue_limit=limit, cqi=cqi)
+def report(queue, served, outage=False, limit=0, cqi=float("nan"), idle=float("nan")):
+    return RanSample(queue=queue, served=served, period_s=TS, outage=outage, queue_limit=limit, cqi=cqi, idle=idle)
 
 
 @dataclass
@@ -270,6 +270,21 @@ def test_a_starved_period_is_served_at_the_rate_the_cqi_offers():
     # a fractional mean CQI lies between the table's rows: 7.5 -> (1.4766 + 1.9141) / 2
     learnt.update(report(0, 1_000, cqi=7.5), now=11 * TS)
     assert learnt.state().b == pytest.approx(250_000 / 1.4766 * (1.4766 + 1.9141) / 2)
+
+
+def test_a_queue_that_ran_dry_between_two_reports_is_served_at_the_rate_the_enb_counts():
+    # data waited at both reports, but the eNB counts 1500 B the link offered in TTIs that found the queue empty
+    # (telemetry 1.3): the period served 1000 B of 2500 B, 250 kB/s, where without the count it looks backlogged
+    # at the 100 kB/s it served
+    config = SmvsConfig(q0_bytes=50_000, b_max_bytes=300_000)
+    counted, unseen = Smvs(config), Smvs(config)
+    for k in range(10):
+        counted.update(report(20_000, 2_500, cqi=7.0, idle=0), now=k * TS)
+        unseen.update(report(20_000, 2_500, cqi=7.0), now=k * TS)
+    counted.update(report(20_000, 1_000, cqi=7.0, idle=1_500), now=10 * TS)
+    unseen.update(report(20_000, 1_000, cqi=7.0), now=10 * TS)
+    assert counted.state().b == pytest.approx(250_000)
+    assert unseen.state().b == pytest.approx(100_000)
 
 
 def test_the_default_reference_is_the_98th_percentile_of_the_forecast_error_over_the_loop():

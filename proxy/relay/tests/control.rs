@@ -168,7 +168,7 @@ impl Bank {
 }
 
 /// A report of one 10 ms period: no outage flag, nothing dropped, no limit or CQI reported, the proxy's release
-/// not known.
+/// not known, the idle TTIs not counted.
 fn report(row: usize, queue: f64, served: f64) -> Report {
     // SAFETY: a Report is doubles only; zero is a valid value of each (fields added later read as "none").
     let mut report: Report = unsafe { std::mem::zeroed() };
@@ -177,6 +177,7 @@ fn report(row: usize, queue: f64, served: f64) -> Report {
     report.served = served;
     report.period = TS;
     report.released = NAN;
+    report.idle = NAN;
     report
 }
 
@@ -1563,6 +1564,69 @@ fn rnf_holds_the_reserve_and_neither_law_builds_one_where_the_loss_is_unknown_or
         let expected = if moves { 1000.0 + 0.5 * (12_766.0 - 0.02 * 14_766.0) } else { 1000.0 };
         assert_close!(bank.f("reserve")[0], expected);
     }
+}
+
+fn with_idle(queue: f64, served: f64, cqi: f64, idle: f64) -> Report {
+    Report { idle, ..with_cqi(queue, served, cqi) }
+}
+
+#[test]
+fn the_capacity_the_enb_counts_in_ttis_with_an_empty_queue_is_the_rate_and_the_loss() {
+    let mut params = smvs_params();
+    params.channel_rate = 1;
+    params.target = 0.0;
+    let mut bank = Bank::smvs(1);
+    fill_error_ring(&mut bank, 10);
+    bank.f("prev_queue")[0] = 5000.0;
+    bank.flag("measured")[0] = true;
+    bank.f("per_efficiency")[0] = 1_000_000.0; // the CQI would say 1.4766 MB/s at CQI 7
+    // data at both reports, but the queue ran dry in TTIs that offered 3000 B: not backlogged, nothing learnt;
+    // b = (10000 + 3000) B / 10 ms, not the CQI's 1.4766 MB/s; the reserve grows by half of 3000 B less 2 % of
+    // 13000 B
+    smvs1(&params, &mut bank, with_idle(5000.0, 10_000.0, 7.0, 3000.0), 0.0);
+    assert_close!(bank.f("b")[0], 1_300_000.0);
+    assert_eq!(bank.f("per_efficiency")[0], 1_000_000.0);
+    let reserve = 0.5 * (3000.0 - 0.02 * 13_000.0);
+    assert_close!(bank.f("reserve")[0], reserve);
+    // the queue ends empty but the count says no TTI found it so (it emptied in the last): the served rate is
+    // the link's, the CQI's estimate is not asked, and nothing was lost
+    smvs1(&params, &mut bank, with_idle(0.0, 9000.0, 7.0, 0.0), 0.01);
+    assert_close!(bank.f("b")[0], 900_000.0);
+    let reserve = reserve - 0.5 * 0.02 * 9000.0;
+    assert_close!(bank.f("reserve")[0], reserve);
+    // backlogged at both ends and in every TTI: the rate per unit of efficiency learns, a tenth of the way
+    smvs1(&params, &mut bank, with_idle(5000.0, 8000.0, 7.0, 0.0), 0.02);
+    smvs1(&params, &mut bank, with_idle(5000.0, 8000.0, 7.0, 0.0), 0.03);
+    assert_close!(bank.f("per_efficiency")[0], 0.9 * 1_000_000.0 + 0.1 * 800_000.0 / 1.4766);
+    // an outage is no sample of the loss, counted or not
+    let mut down = with_idle(5000.0, 0.0, 7.0, 5000.0);
+    down.flagged = 1.0;
+    let before = bank.f("reserve")[0];
+    smvs1(&params, &mut bank, down, 0.04);
+    assert_eq!(bank.f("reserve")[0], before);
+}
+
+#[test]
+fn without_channel_rate_the_idle_count_is_not_read() {
+    // the papers' laws see the served rate and the queue's ends, as they always did
+    let params = smvs_params();
+    let mut bank = Bank::smvs(1);
+    bank.f("q0")[0] = 10_000.0;
+    bank.f("eps")[0] = 10_000.0;
+    bank.f("prev_queue")[0] = 5000.0;
+    smvs1(&params, &mut bank, with_idle(5000.0, 10_000.0, 7.0, 3000.0), 0.0);
+    assert_close!(bank.f("b")[0], 1_000_000.0);
+    assert!(bank.flag("measured")[0]); // backlogged at both ends: the start-up is over
+}
+
+#[test]
+fn rnf_feeds_forward_the_rate_the_enb_counts_in_a_period_whose_queue_ran_dry() {
+    let mut params = rnf_params();
+    params.channel_rate = 1;
+    let mut bank = Bank::rnf(1);
+    bank.f("per_efficiency")[0] = 500_000.0 / 1.4766; // the CQI would say 500 kB/s
+    // empty queue, 1000 B served and 3000 B offered to the empty queue: b = 400 kB/s, w = 20000 + 0.05 x 400000
+    assert_eq!(rnf1(&params, &mut bank, with_idle(0.0, 1000.0, 7.0, 3000.0), 0.0).limit, 40_000);
 }
 
 #[test]

@@ -104,6 +104,8 @@ class RanSample:
     cqi: float = math.nan  # the period's mean wideband CQI, NaN when none was reported
     # not the eNB's: payload bytes the proxy released toward the UE since the UE's last report, NaN when unknown
     released: float = math.nan
+    # bytes the UE's channel offered in the TTIs its queue held nothing (contract 1.3), NaN where not counted
+    idle: float = math.nan
 
     @property
     def rate(self) -> float:
@@ -125,6 +127,7 @@ class RanSample:
             dropped=message.dl_dropped_bytes,
             cqi=message.mean_cqi,
             released=released,
+            idle=float(message.dl_idle_capacity_bytes) if message.idle_counted else math.nan,
         )
 
 

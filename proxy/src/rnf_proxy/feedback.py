@@ -28,7 +28,7 @@ from rnf_proxy import native
 from rnf_proxy.control import FREE, AckSample, ControllerState, Decision, Mode, RanSample, Sample
 from rnf_proxy.ewma import Ewma
 
-REPORT_FIELDS = 9
+REPORT_FIELDS = 10
 FORECAST_RING = 100  # as control.rs: steps of service and forecasts kept
 ERROR_HORIZON = 256  # as control.rs: steps of forecast errors kept
 MAX_D = 50  # as control.rs: the largest feedback delay, steps
@@ -139,9 +139,9 @@ class RowBank:
     def step(self, rows: Sequence[int], samples: Sequence[RanSample], now: float) -> list[Decision | None]:
         """One step of the law per (row, sample), in order; None where the row has no parameters yet."""
         count = len(rows)
-        reports = np.fromiter(  # `Report` in control.rs: nine doubles per UE
+        reports = np.fromiter(  # `Report` in control.rs: ten doubles per UE
             chain.from_iterable(
-                (row, s.queue, s.served, s.period_s, s.outage, s.dropped, s.queue_limit, s.cqi, s.released)
+                (row, s.queue, s.served, s.period_s, s.outage, s.dropped, s.queue_limit, s.cqi, s.released, s.idle)
                 for row, s in zip(rows, samples, strict=True)
             ),
             np.float64,

@@ -7,9 +7,9 @@
   mean) or at weight 1/2 per period, whichever has foretold the served rate better over the last second (a link
   that steps: the fast one; as `smvs.py` chooses between b_bar and its fast average), or one period's rate as in
   the paper. A period that ends with an empty queue served less than the link could carry, so it may raise the
-  rate but never lower it; with `channel_rate` (the default) it counts as served at the rate the UE's CQI offers
-  (as `smvs.py`), or at 2^(1/n) times the last rate before that is known, n the RTT in periods (doubling per
-  RTT).
+  rate but never lower it; with `channel_rate` (the default) it counts as served at the rate the link offered,
+  counted by the eNB (contract 1.3) or from the UE's CQI (as `smvs.py`), or at 2^(1/n) times the last rate before
+  that is known, n the RTT in periods (doubling per RTT).
   `tau` (on the ACK clock) is the RTT between proxy and UE without queueing: configured; or, by default
   (`loop_delay = "measured"`), the loop as measured under load: by Little's law the bytes in flight outside the
   eNB queue (the sockets' unacknowledged bytes less the reported queue, averaged over tau) over b, never below the
@@ -91,7 +91,9 @@ class RnfConfig(Strict):
     )
     overflow_guard: bool = Field(default=True, description="the window stays under B_max less a margin")
     channel_rate: bool = Field(
-        default=True, description="a period that ends with an empty queue is served at the rate its CQI offers"
+        default=True,
+        description="a period whose queue ran empty is served at the rate the link offered: the eNB's count of what "
+        "the TTIs with an empty queue offered (telemetry 1.3), else the CQI's rate",
     )
     loop_delay: Literal["measured", "rtt"] = Field(
         default="measured", description="tau: the loop measured under load, or the smallest RTT (paper)"

@@ -25,9 +25,11 @@ Step k lasts Ts, the telemetry period, and begins when the UE's telemetry of per
   from the first release to the report that shows its first initial window in the queue, and before that report
   1 + ceil(min RTT / 2 / Ts); "rtt" is the paper's 2d with d = ceil(tau_p/Ts), tau_p half of the smallest RTT of
   the UE's connections (TCP_INFO min_rtt); a configured d gives 2d.
-- b(k) (`channel_rate`, default on): a period that ends with an empty queue counts as served at the rate the UE's
-  CQI offers (its efficiency times the rate per unit of efficiency learnt while the queue was backlogged), or,
-  before that is known, at 2^(1/L) times the last rate (doubling per loop delay); off: the served rate (paper).
+- b(k) (`channel_rate`, default on): a period whose queue ran empty counts as served at the rate the link offered:
+  the served rate plus the capacity of the TTIs with an empty queue where the eNB counts it (contract 1.3), else
+  the rate the UE's CQI offers (its efficiency times the rate per unit of efficiency learnt while the queue was
+  backlogged), or, before that is known, 2^(1/L) times the last rate (doubling per loop delay); off: the served
+  rate (paper).
 - The reference: q0 in bytes (`q0_bytes`, the paper's); a delay target (`target_ms`): q0 = target x the smaller of
   b_bar and a fast average of b (weight 1/2 per period), so it follows a rate drop within a few periods; by
   default the forecast margin: the 98th percentile, over the last 2.56 s, of what L periods served beyond the
@@ -100,7 +102,9 @@ class SmvsConfig(Strict):
         default="saturated", description="sgn(S) in a boundary layer (no chatter), or sgn itself (paper)"
     )
     channel_rate: bool = Field(
-        default=True, description="a period that ends with an empty queue is served at the rate its CQI offers"
+        default=True,
+        description="a period whose queue ran empty is served at the rate the link offered: the eNB's count of what "
+        "the TTIs with an empty queue offered (telemetry 1.3), else the CQI's rate",
     )
     delta: float | None = Field(default=None, gt=0, description="1/s; default 0.25/Ts, 0.875/Ts with sgn")
     eps: float | None = Field(default=None, gt=0, description="bytes/s; default: band = half the margin")
