@@ -306,6 +306,23 @@ def test_queue_grows_under_a_download_drains_after_and_scheduled_bytes_match_rec
     print(f"PRBs per granted TTI in the {len(waited)} periods data waited through: median {statistics.median(waited)}")
     assert statistics.median(waited) >= 24
 
+    # Idle TTIs (contract 1.3): with the queue empty through a period, every TTI the eNB ran counts (the difference
+    # of the periods' last TTIs; a TTI scheduled across the export may fall on either side), and what the unused
+    # PRBs would have carried is about what the link served in the periods data waited through.
+    idle = [
+        (b.fields["idle_ttis"], int(b.fields["tti"]) - int(a.fields["tti"])) for a, b in itertools.pairwise(settled)
+    ]
+    print(f"idle TTIs of the periods after the download against the TTIs they ran: {idle[:5]} ...")
+    assert all(abs(counted - ran) <= 1 for counted, ran in idle) and statistics.median(c - r for c, r in idle) == 0
+    full = statistics.median(
+        b.fields["sched_new_bytes"] + b.fields["sched_retx_bytes"]
+        for a, b in itertools.pairwise(during)
+        if a.fields["queue_bytes"] and b.fields["queue_bytes"] and b.fields["idle_ttis"] == 0
+    )
+    unused = statistics.median(s.fields["idle_capacity_bytes"] for s in settled)
+    print(f"bytes per period: {full} served where data waited in every TTI, {unused} unused by an empty queue")
+    assert 0.8 <= unused / full <= 1.2
+
 
 def thread_policies(pid: int) -> dict[str, set[int]]:
     """The scheduling policy of each thread of a process, by thread name."""

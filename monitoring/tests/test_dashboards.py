@@ -62,6 +62,7 @@ EXPECTED = {
         "controller", CONTROLLER_TAGS, ("q0", "q0 + band", "q0 - band", "reserve")
     ),
     ("cell-and-ue.json", "Scheduled rate", "A"): Expect("telemetry", ("arm", "ue"), ("rate",)),
+    ("cell-and-ue.json", "Scheduled rate", "B"): Expect("telemetry", ("arm", "ue"), ("left unused",)),
     ("cell-and-ue.json", "MCS and CQI", "A"): Expect("telemetry", ("arm", "ue"), ("MCS", "CQI")),
     ("cell-and-ue.json", "RLC drops", "A"): RLC_DROPS,
     ("cell-and-ue.json", "Outage", "A"): Expect("telemetry", ("arm", "ue"), ("periods in outage",)),

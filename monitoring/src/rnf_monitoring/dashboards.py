@@ -253,15 +253,31 @@ def cell_and_ue() -> dashboard.Dashboard:
             [models.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]})],
         )
     )
-    rate = graph(
-        2,
-        "Scheduled rate",
-        "bps",
-        "Downlink rate the eNB's scheduler granted the UE over each telemetry period (new and retransmitted data).",
-    ).with_target(
-        InfluxQL(
-            "A", series_query('mean("sched_rate_bps") AS "rate"', "telemetry", (RUN, ARM, UE), ("arm", "ue"))
-        ).alias("ue$tag_ue $tag_arm")
+    rate = (
+        graph(
+            2,
+            "Scheduled rate",
+            "bps",
+            "Downlink rate the eNB's scheduler granted the UE over each telemetry period (new and retransmitted "
+            "data), and the rate the link offered in the TTIs that found the UE's queue empty, which it left unused "
+            "(telemetry contract 1.3; absent where the eNB does not count it).",
+        )
+        .with_target(
+            InfluxQL(
+                "A", series_query('mean("sched_rate_bps") AS "rate"', "telemetry", (RUN, ARM, UE), ("arm", "ue"))
+            ).alias("ue$tag_ue $tag_arm")
+        )
+        .with_target(
+            InfluxQL(
+                "B",
+                series_query(
+                    '8000000 * sum("idle_capacity_bytes") / sum("period_us") AS "left unused"',
+                    "telemetry",
+                    (RUN, ARM, UE),
+                    ("arm", "ue"),
+                ),
+            ).alias("$col ue$tag_ue $tag_arm")
+        )
     )
     mcs = graph(
         3,
