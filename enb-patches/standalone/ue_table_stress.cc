@@ -48,8 +48,10 @@ constexpr uint32_t nof_prb        = 25; // RBGs of 2 PRBs, the last one of 1
 constexpr uint32_t tti_wrap       = 10240;
 constexpr uint32_t barrier_rounds = 64; // PHY workers stay within 64 * 3 TTIs of each other (srsRAN: a few)
 constexpr uint32_t max_live_churn = 40;
-// A DRB of each stable UE that never has data: every TTI's scheduling finds it empty.
-constexpr uint32_t idle_lcid = 7;
+// A DRB of each stable UE that never has data: every TTI's scheduling finds it empty. A worker reports the end of
+// its TTI's scheduling every 8th round: it reads every occupied slot, the stress's cost under ThreadSanitizer.
+constexpr uint32_t idle_lcid       = 7;
+constexpr uint64_t scheduled_every = 8;
 
 /// A TTI's scheduling result as dl_tti_scheduled reads it (srsenb's sched_interface::dl_sched_res_t).
 struct tti_result {
@@ -181,7 +183,9 @@ void worker(ue_table& table, barrier& sync, uint32_t w, uint64_t rounds)
     table.dl_cqi(rnti, cqi_of(r, w));
     table.dl_buffer_state(rnti, lcid, static_cast<uint32_t>(r), w);
     table.dl_queue_sdus(rnti, lcid, static_cast<uint32_t>(r));
-    table.dl_tti_scheduled(0, nof_prb, result);
+    if (r % scheduled_every == 0) {
+      table.dl_tti_scheduled(0, nof_prb, result);
+    }
   }
 }
 
@@ -330,14 +334,16 @@ void check_totals(const ue_table& table, uint64_t rounds, uint64_t rlf_events)
         last_round[w] = r;
       }
     }
-    // every TTI of every worker, whichever UE it granted, left the PRBs of the others' RBGs unused
-    for (uint64_t r = 0; r < rounds; ++r) {
+    // every TTI scheduled to its end, whichever UE it granted, left the PRBs of the others' RBGs unused
+    uint64_t scheduled = 0;
+    for (uint64_t r = 0; r < rounds; r += scheduled_every) {
       for (uint32_t w = 0; w < nof_workers; ++w) {
         unused_prbs += nof_prb - prbs_of(w);
+        scheduled++;
       }
     }
     ue_snapshot_t s = snapshot_of(table, stable_rnti[k]);
-    CHECK(s.bearers[idle_lcid].idle_ttis == rounds * nof_workers);
+    CHECK(s.bearers[idle_lcid].idle_ttis == scheduled);
     CHECK(s.bearers[idle_lcid].idle_prbs == unused_prbs);
     // retransmission bytes (the worker's number) wait on DRBs 4 and 5 from their first write on: never idle after
     // it, and before it only while that worker has not reached the UE
