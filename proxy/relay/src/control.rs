@@ -375,14 +375,14 @@ impl Common<'_> {
     }
 
     /// What every law does first: the report's time, the outage test, the step count, the channel's rate.
-    /// Returns (outage, k, b(k), backlogged): whether the queue held data at both ends of the period, and, with
-    /// `channel_rate` where the eNB counts them, in all its TTIs, and b(k), the served rate, or with `channel_rate`, when the period
-    /// was not backlogged (it may have run dry in between and served what arrived, less than the link could
-    /// carry), the rate the link offered: the served rate plus what the TTIs with an empty queue offered, where
-    /// the eNB counts it, else the larger of the served rate and the rate the UE's CQI offers. Without the count
-    /// only the period's ends are seen: one that began empty and ended with a few packets served what trickled in
-    /// (the virtual cell, after two quotas of nothing: 0.65 of the link, which took `rnf`'s smoothed rate down by
-    /// a quarter), and one whose queue ran dry in between looks backlogged.
+    /// Returns (outage, k, b(k), backlogged): whether the queue held data at both ends of the period (and, with
+    /// `channel_rate` where the eNB counts them, after all its TTIs), and b(k): the served rate, or with
+    /// `channel_rate`, when the period was not backlogged (it may have run dry in between and served what arrived,
+    /// less than the link could carry), the rate the link offered: the served rate plus what the TTIs with an empty
+    /// queue offered, where the eNB counts it, else the larger of the served rate and the rate the UE's CQI offers.
+    /// Without the count only the period's ends are seen: one that began empty and ended with a few packets served
+    /// what trickled in (the virtual cell, after two quotas of nothing: 0.65 of the link, which took `rnf`'s
+    /// smoothed rate down by a quarter), and one whose queue ran dry in between looks backlogged.
     /// Until the rate per unit of efficiency is known (no period backlogged yet: the start), a starved period
     /// counts as served at 2^(1/loop_steps) times the last step's rate: the rate doubles per loop delay, as in
     /// TCP's slow start, until the queue holds data for a whole period.

@@ -205,7 +205,8 @@ mod tests {
             "{\"type\":\"ue\",\"ue\":0,\"period\":41,\"tti_end\":419,\"time_ns\":1763700000123456789,\
              \"queue_new_bytes\":45120,\"queue_retx_bytes\":0,\"queue_sdus\":31,\
              \"sched_new_bytes\":19872,\"sched_retx_bytes\":0,\"grant_ttis\":9,\
-             \"capacity_bytes\":0,\"granted_capacity_bytes\":0,\"backlogged_capacity_bytes\":0,\"backlogged_ttis\":0,\"idle_ttis\":0,\"idle_capacity_bytes\":0,\
+             \"capacity_bytes\":0,\"granted_capacity_bytes\":0,\"backlogged_capacity_bytes\":0,\"backlogged_ttis\":0,\
+             \"idle_ttis\":0,\"idle_capacity_bytes\":0,\
              \"arrived_bytes\":0,\"arrived_sdus\":0,\"delivered_bytes\":0,\"delivered_sdus\":0,\
              \"dropped_sdus\":0,\"dropped_bytes\":0,\"outage_ttis\":0,\"discarded_sdus\":0,\"discarded_bytes\":0,\
              \"ce_marked_sdus\":0,\"aqm_dropped_sdus\":0,\"aqm_dropped_bytes\":0,\"ece_marked_acks\":0,\
