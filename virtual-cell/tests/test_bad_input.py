@@ -130,6 +130,16 @@ def test_a_cell_refuses_a_bad_trace_file_before_it_starts(capsys, tmp_path, name
     assert not (tmp_path / "out").exists()
 
 
+def test_a_cell_refuses_a_start_past_its_trace_file_before_it_starts(capsys, tmp_path):
+    (tmp_path / "t.down").write_text("1\n5\n")
+    config = tmp_path / "cell.toml"
+    config.write_text('[[ues]]\ntrace = { file = "t.down", format = "mahimahi", start_s = 9 }\n')
+    code, lines = rnf(capsys, "cell", str(config), "--record", str(tmp_path / "out"))
+    reason = f"ues[0].trace.file: {tmp_path}/t.down: start_s = 9 s is at or past the file's end (0.005 s)"
+    assert (code, lines) == (2, [f"Error: {config}: {reason}"])
+    assert not (tmp_path / "out").exists()
+
+
 CELL_FIELDS = [
     ('[[ues]]\ntrace = { file = "missing.csv" }\n', "ues[0].trace.file: {tmp}/missing.csv: no such trace file"),
     ("seed = -3\n" + CELL.format(endpoint="tcp://127.0.0.1:5555"), "seed: Input should be greater than or equal to 0"),
@@ -165,6 +175,10 @@ CELL_FIELDS = [
     (
         '[[ues]]\ntrace = { generator = "constant", rate_mbps = 5 }\noutages = [{ start_s = 1e9, duration_s = 1 }]\n',
         "ues[0].outages[0].start_s: Input should be less than or equal to 3600",
+    ),
+    (
+        '[[ues]]\ntrace = { file = "t.down", format = "mahimahi", start_s = -1 }\n',
+        "ues[0].trace.start_s: Input should be greater than or equal to 0",
     ),
     (
         "[wired]\nrate_mbps = -inf\n" + CELL.format(endpoint="tcp://127.0.0.1:5555"),

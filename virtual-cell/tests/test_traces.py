@@ -125,6 +125,23 @@ def test_scale_multiplies_a_file_trace(tmp_path):
     assert trace.tolist() == [750, 750]
 
 
+def test_start_s_plays_a_file_from_that_second_and_loops_over_the_rest(tmp_path):
+    # opportunities at 1, 1, 2, 3 and 5 ms fall in TTIs 0, 0, 1, 2 and 4: [3000, 1500, 1500, 0, 1500]
+    path = tmp_path / "t.down"
+    path.write_text("1\n1\n2\n3\n5\n")
+    later = traces.build(TraceFile(file=path, format="mahimahi", start_s=0.002), np.random.default_rng(0))
+    assert later.tolist() == [1500, 0, 1500]
+    halved = traces.build(TraceFile(file=path, format="mahimahi", start_s=0.002, scale=0.5), np.random.default_rng(0))
+    assert halved.tolist() == [750, 0, 750]
+
+
+def test_start_s_at_or_past_the_end_names_the_file(tmp_path):
+    path = tmp_path / "t.down"
+    path.write_text("1\n5\n")
+    with pytest.raises(traces.TraceError, match=r"t.down: start_s = 0.005 s is at or past the file's end \(0.005 s\)"):
+        traces.build(TraceFile(file=path, format="mahimahi", start_s=0.005), np.random.default_rng(0))
+
+
 def test_written_file_is_little_endian_u32(tmp_path):
     traces.write(np.array([1, 0xFFFFFFFF], dtype=np.uint32), tmp_path / "x.cap")
     assert (tmp_path / "x.cap").read_bytes() == b"\x01\x00\x00\x00\xff\xff\xff\xff"

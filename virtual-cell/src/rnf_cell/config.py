@@ -29,6 +29,8 @@ class TraceFile(Strict):
     file: Path
     format: Literal["csv", "mahimahi", "telemetry"] = "csv"
     scale: float = Field(default=1.0, gt=0, le=1000)
+    # a later stretch of a long drive trace, without a cut copy of the file; the trace then loops over the rest
+    start_s: float = Field(default=0.0, ge=0, le=MAX_TRACE_S, description="s into the file")
 
 
 class ConstantTrace(Strict):

@@ -366,6 +366,12 @@ def build(spec: TraceSpec, rng: np.random.Generator) -> Trace:
             return markov(spec.good_mbps, spec.bad_mbps, spec.mean_good_s, spec.mean_bad_s, spec.duration_s, rng)
         case RayleighTrace():
             return rayleigh(spec, rng)
+    if spec.start_s:
+        first = round(spec.start_s / TTI_S)
+        if first >= len(trace):
+            end_s = len(trace) * TTI_S
+            raise TraceError(f"{spec.file}: start_s = {spec.start_s:g} s is at or past the file's end ({end_s:g} s)")
+        trace = trace[first:]
     if spec.scale != 1.0:
         outage = trace == OUTAGE
         try:
