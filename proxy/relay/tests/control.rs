@@ -1424,6 +1424,8 @@ fn fill_error_ring(bank: &mut Bank, steps: i64) {
         *error = ((slot * 37) % (ERROR_HORIZON - 1)) as f64 * 100.0;
     }
     bank.f("forecasts")[(steps + 1 - 3) as usize % FORECAST_RING] = 0.0;
+    // what the library holds for such a ring: the ceil(0.02 x 255) = 6th largest of 0 to 25400
+    bank.f("margin")[0] = 24_900.0;
 }
 
 #[test]
@@ -1559,6 +1561,7 @@ fn rnf_holds_the_reserve_and_neither_law_builds_one_where_the_loss_is_unknown_or
         bank.i("error_count")[0] = errors;
         bank.f("per_efficiency")[0] = per_efficiency;
         bank.f("reserve")[0] = 1000.0;
+        bank.f("margin")[0] = 20_000.0; // the reference held more than the loss: it counts whole
         smvs1(&params, &mut bank, report, 0.0);
         // the control: 14766 B offered at CQI 7, 2000 B served, the reserve grows by half of the rest less 2 %
         let expected = if moves { 1000.0 + 0.5 * (12_766.0 - 0.02 * 14_766.0) } else { 1000.0 };
@@ -1568,6 +1571,31 @@ fn rnf_holds_the_reserve_and_neither_law_builds_one_where_the_loss_is_unknown_or
 
 fn with_idle(queue: f64, served: f64, cqi: f64, idle: f64) -> Report {
     Report { idle, ..with_cqi(queue, served, cqi) }
+}
+
+#[test]
+fn a_periods_loss_counts_up_to_what_the_reference_held() {
+    let mut params = smvs_params();
+    params.channel_rate = 1;
+    params.target = 0.0;
+    let mut bank = Bank::smvs(1);
+    fill_error_ring(&mut bank, 10); // the margin: 24900 B
+    bank.f("prev_queue")[0] = 5000.0;
+    bank.flag("measured")[0] = true;
+    bank.f("reserve")[0] = 1000.0;
+    // a spike: the TTIs with an empty queue offered 60000 B, 2000 B were served. A queue larger by the whole
+    // reference, 24900 + 1000 B, would have covered that much of it: the reserve grows by half of 25900 B less
+    // 2 % of the 62000 B offered, not by half of 60000 B less the same (30380 B)
+    smvs1(&params, &mut bank, with_idle(5000.0, 2000.0, 15.0, 60_000.0), 0.0);
+    assert_close!(bank.f("reserve")[0], 1000.0 + 0.5 * (25_900.0 - 0.02 * 62_000.0));
+    // no margin yet: it counts as the smallest reference, 3000 B, so 4000 B count
+    let mut bank = Bank::smvs(1);
+    bank.i("error_count")[0] = 300;
+    bank.f("prev_queue")[0] = 5000.0;
+    bank.flag("measured")[0] = true;
+    bank.f("reserve")[0] = 1000.0;
+    smvs1(&params, &mut bank, with_idle(5000.0, 2000.0, 15.0, 60_000.0), 0.0);
+    assert_close!(bank.f("reserve")[0], 1000.0 + 0.5 * (4000.0 - 0.02 * 62_000.0));
 }
 
 #[test]
