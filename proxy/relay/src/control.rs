@@ -457,8 +457,8 @@ impl Common<'_> {
     /// The reserve, bytes the default reference holds beyond the forecast margin: it grows by RESERVE_GAIN of
     /// every byte the link could have carried in a period when the queue ran empty (`lost`: at either end of
     /// the period, the only moments seen) and shrinks by RESERVE_GAIN of LOSS_BUDGET of every byte it could have
-    /// carried (`offered`), so that it settles where an empty queue costs the link LOSS_BUDGET of its capacity.
-    /// On a link that serves in bursts after gaps the loops the margin's quantile leaves out carry most of the
+    /// carried (`offered`), so that it settles where an empty queue costs the link LOSS_BUDGET of its capacity
+    /// (each period's loss counted up to the reference, below). On a link that serves in bursts after gaps the loops the margin's quantile leaves out carry most of the
     /// capacity lost: on recorded UMTS and EV-DO drive traces the margin alone lost 3-5 % of it. Never below 0,
     /// nor above what the guarded queue limit (`limit`, when reported) leaves for a reference with its band.
     /// Counted only once the margin has FORECAST_WARMUP errors, when the default reference is the margin.
