@@ -458,17 +458,18 @@ impl Common<'_> {
     /// every byte the link could have carried in a period when the queue ran empty (`lost`: at either end of
     /// the period, the only moments seen) and shrinks by RESERVE_GAIN of LOSS_BUDGET of every byte it could have
     /// carried (`offered`), so that it settles where an empty queue costs the link LOSS_BUDGET of its capacity
-    /// (each period's loss counted up to the reference, below). On a link that serves in bursts after gaps the loops the margin's quantile leaves out carry most of the
-    /// capacity lost: on recorded UMTS and EV-DO drive traces the margin alone lost 3-5 % of it. Never below 0,
-    /// nor above what the guarded queue limit (`limit`, when reported) leaves for a reference with its band.
-    /// Counted only once the margin has FORECAST_WARMUP errors, when the default reference is the margin.
+    /// (each period's loss counted up to the reference, below). On a link that serves in bursts after gaps the
+    /// loops the margin's quantile leaves out carry most of the capacity lost: on recorded UMTS and EV-DO drive
+    /// traces the margin alone lost 3-5 % of it. Never below 0, nor above what the guarded queue limit (`limit`,
+    /// when reported) leaves for a reference with its band. Counted only once the margin has FORECAST_WARMUP
+    /// errors, when the default reference is the margin.
     /// A period's loss counts up to what the reference held, the margin (at least MIN_REFERENCE) and the reserve:
-    /// a queue twice as large would have covered that much of it, so the reserve grows by at most half of the
-    /// reference per period, and a loss that recurs doubles it in two periods. A loss beyond that is a spike of
-    /// the rate that only a reference many times the link's usual loop would have caught: on a recorded UMTS
-    /// drive trace, one period at 30 Mbit/s on a link at 1 Mbit/s raised the reserve from 3 to 27 kB when counted
-    /// whole, and its 1 % per byte offered then held 18-24 kB, 150-190 ms of queue at that rate, for 18 s
-    /// (docs/benchmarks.md).
+    /// a queue larger by that much would have covered that much of it. So the reserve grows by at most half of the
+    /// reference per period, and a loss that recurs period after period still multiplies it by 1.5 each time. A
+    /// loss beyond the reference is a spike of the rate that only a reference many times the link's usual loop
+    /// would have caught: on a recorded UMTS drive trace, one period at 30 Mbit/s on a link at 1 Mbit/s raised the
+    /// reserve from 3 to 27 kB when counted whole, and its 1 % per byte offered then held 18-24 kB, 150-190 ms of
+    /// queue at that rate, for 18 s (docs/benchmarks.md).
     fn loss_reserve(&mut self, row: usize, lost: f64, offered: f64, limit: f64) {
         let held = self.margin[row].max(MIN_REFERENCE) + self.reserve[row];
         let mut reserve = self.reserve[row] + RESERVE_GAIN * (lost.min(held) - LOSS_BUDGET * offered);
