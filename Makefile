@@ -95,11 +95,12 @@ bench-latency: setup
 	@for scenario in $(LATENCY_SUITE); do $(RNF) run $$scenario --output results || exit 1; done
 
 # The controllers on recorded drive traces no parameter was derived from: docs/benchmarks.md, "Validation", about
-# 60 minutes (the first 45 s of six traces, then twelve later stretches and other recordings).
+# 80 minutes (the first 45 s of six traces, twelve later stretches and other recordings, then eight more).
 bench-validation: setup
 	experiments/scenarios/latency/fetch-traces.sh
 	$(RNF) run experiments/scenarios/validation-traces.toml --output results
 	$(RNF) run experiments/scenarios/validation-stretches.toml --output results
+	$(RNF) run experiments/scenarios/validation-midpoints.toml --output results
 
 bench: setup bench-latency
 	$(VENV)/bin/python -m rnf_cell.bench

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The recorded cellular traces of the latency suite (ATT-LTE-driving-2016, TMobile-LTE-driving) and of the validation
-# scenarios (../validation-traces.toml, ../validation-stretches.toml: the others), into ./traces next to this script,
+# scenarios (../validation-traces.toml, ../validation-stretches.toml, ../validation-midpoints.toml: the others), into ./traces next to this script,
 # from two public repositories, neither redistributed here:
 # - Mahimahi's drive traces (GPL-3). MAHIMAHI_REPO: a clone or URL of Mahimahi (default: upstream on GitHub).
 # - C2TCP's LTE recordings in New York City, with cross traffic (Abbasloo et al., MIT license). C2TCP_REPO: a clone
@@ -9,7 +9,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mahimahi_repo="${MAHIMAHI_REPO:-https://github.com/ravinet/mahimahi}"
 mahimahi_traces=(ATT-LTE-driving-2016.down TMobile-LTE-driving.down ATT-LTE-driving.down TMobile-LTE-short.down
-    TMobile-UMTS-driving.down Verizon-EVDO-driving.down Verizon-LTE-short.down ATT-LTE-driving-2016.up)
+    TMobile-UMTS-driving.down Verizon-EVDO-driving.down Verizon-LTE-short.down ATT-LTE-driving-2016.up
+    ATT-LTE-driving.up TMobile-UMTS-driving.up Verizon-EVDO-driving.up)
 c2tcp_repo="${C2TCP_REPO:-https://github.com/Soheil-ab/c2tcp}"
 c2tcp_traces=(downlink-4g-with-cross-subway.pps downlink-4g-with-cross-times)
 mkdir -p "$here/traces"
