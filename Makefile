@@ -26,7 +26,8 @@ STAMP := .make
 .PHONY: help setup system-packages python rust lock demo test lint bench bench-latency bench-validation srsran clean
 
 help:
-	@echo "make demo    install everything, then run a short reproduction of paper 000 Fig. 11 on the virtual cell"
+	@echo "make demo    install everything, then run a short reproduction of paper 000 Fig. 11 and the controllers"
+	@echo "             against end-to-end CUBIC and BBR on a Markov channel, on the virtual cell (about 3 minutes)"
 	@echo "make test    install everything, then run the test suite (as root: it builds network namespaces)"
 	@echo "make bench   the benchmarks behind docs/benchmarks.md (SRSRAN_BUILD=... adds the bridge on the real stack)"
 	@echo "make bench-latency   the latency suite alone (docs/benchmarks.md; fetches Mahimahi's public drive traces)"
@@ -72,10 +73,13 @@ $(DCTCP): $(STAMP)/system experiments/bpf/rnf_dctcp.bpf.c
 $(RELAY): $(STAMP)/system $(shell find proxy/relay/src -name '*.rs' 2>/dev/null) proxy/relay/Cargo.toml
 	$(CARGO) build --release --locked --quiet --manifest-path proxy/relay/Cargo.toml
 
-# A short reproduction 1 (paper 000 Fig. 11): smvs against itcp at three bandwidth-variation periods.
+# A short reproduction 1 (paper 000 Fig. 11): smvs against itcp at three bandwidth-variation periods; then what the
+# testbed is for, on the latency suite's Markov channel: the controllers with their defaults against the papers' laws,
+# a plain split and end-to-end CUBIC and BBR, 10 s each.
 demo: setup
 	$(RNF) run experiments/scenarios/papers/fig11-period.toml --set duration_s=6 --set 'sweep.values=[0.04, 0.4, 4]' \
 		--output results
+	$(RNF) run experiments/scenarios/latency/markov.toml --set duration_s=10 --output results
 
 # The bridge's tests need GNU Radio, which only Debian's interpreter imports (zmq-bridge/README.md).
 test: setup
