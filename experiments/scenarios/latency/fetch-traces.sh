@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The recorded cellular traces of the latency suite (ATT-LTE-driving-2016, TMobile-LTE-driving) and of the validation
-# scenarios (../validation-traces.toml, ../validation-stretches.toml, ../validation-midpoints.toml: the others), into ./traces next to this script,
-# from two public repositories, neither redistributed here:
+# scenarios (../validation-traces.toml, ../validation-stretches.toml, ../validation-midpoints.toml: the others), into
+# ./traces next to this script, from two public repositories, neither redistributed here:
 # - Mahimahi's drive traces (GPL-3). MAHIMAHI_REPO: a clone or URL of Mahimahi (default: upstream on GitHub).
 # - C2TCP's LTE recordings in New York City, with cross traffic (Abbasloo et al., MIT license). C2TCP_REPO: a clone
 #   or URL of C2TCP (default: upstream on GitHub).
