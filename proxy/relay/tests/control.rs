@@ -7,7 +7,7 @@
 //!
 //! The column layout is written once, in `COMMON`, `SMVS` and `RNF` below: a column added to a law's columns
 //! structure is one line here, and a count that no longer matches is refused by the library (-EINVAL), which
-//! `step` reports as such.
+//! `smvs` and `rnf1` report as such.
 
 use std::ffi::c_void;
 
@@ -214,13 +214,22 @@ fn output() -> Output {
     Output { limit: 0, step: 0, step_s: 0.0, pacing: 0.0, cap: 0.0 }
 }
 
+/// A law's entry point in the C ABI (`rnf_smvs_step`, `rnf_rnf_step`), over its parameters `P` and columns `C`.
+type Step<P, C> = unsafe extern "C" fn(*const P, *const C, usize, usize, *const Report, usize, f64, *mut Output) -> i32;
+
 /// The library's answer to a burst: its status and one output per report.
-fn smvs_status(params: &SmvsParams, bank: &mut Bank, reports: &[Report], now: f64) -> (i32, Vec<Output>) {
+fn step_status<P, C>(
+    step: Step<P, C>,
+    params: &P,
+    bank: &mut Bank,
+    reports: &[Report],
+    now: f64,
+) -> (i32, Vec<Output>) {
     let pointers = bank.pointers();
     let mut outputs = vec![output(); reports.len()];
     // SAFETY: the pointers address the bank's columns, `capacity` rows each, wide as the layout says.
     let status = unsafe {
-        rnf_smvs_step(
+        step(
             params,
             pointers.as_ptr().cast(),
             pointers.len(),
@@ -232,6 +241,10 @@ fn smvs_status(params: &SmvsParams, bank: &mut Bank, reports: &[Report], now: f6
         )
     };
     (status, outputs)
+}
+
+fn smvs_status(params: &SmvsParams, bank: &mut Bank, reports: &[Report], now: f64) -> (i32, Vec<Output>) {
+    step_status(rnf_smvs_step, params, bank, reports, now)
 }
 
 fn smvs(params: &SmvsParams, bank: &mut Bank, reports: &[Report], now: f64) -> Vec<Output> {
@@ -246,22 +259,7 @@ fn smvs1(params: &SmvsParams, bank: &mut Bank, report: Report, now: f64) -> Outp
 }
 
 fn rnf_status(params: &RnfParams, bank: &mut Bank, reports: &[Report], now: f64) -> (i32, Vec<Output>) {
-    let pointers = bank.pointers();
-    let mut outputs = vec![output(); reports.len()];
-    // SAFETY: as in smvs_status.
-    let status = unsafe {
-        rnf_rnf_step(
-            params,
-            pointers.as_ptr().cast(),
-            pointers.len(),
-            bank.capacity,
-            reports.as_ptr(),
-            reports.len(),
-            now,
-            outputs.as_mut_ptr(),
-        )
-    };
-    (status, outputs)
+    step_status(rnf_rnf_step, params, bank, reports, now)
 }
 
 fn rnf1(params: &RnfParams, bank: &mut Bank, report: Report, now: f64) -> Output {
