@@ -467,9 +467,8 @@ impl Common<'_> {
     /// a queue larger by that much would have covered that much of it. So the reserve grows by at most half of the
     /// reference per period, and a loss that recurs period after period still multiplies it by 1.5 each time. A
     /// loss beyond the reference is a spike of the rate that only a reference many times the link's usual loop
-    /// would have caught: on a recorded UMTS drive trace, one period at 30 Mbit/s on a link at 1 Mbit/s raised the
-    /// reserve from 3 to 27 kB when counted whole, and its 1 % per byte offered then held 18-24 kB, 150-190 ms of
-    /// queue at that rate, for 18 s (docs/benchmarks.md).
+    /// would have caught; counted whole, one such spike held the reserve up for many seconds (proxy/README.md,
+    /// "The reserve: what an empty queue cost", has the figures).
     fn loss_reserve(&mut self, row: usize, lost: f64, offered: f64, limit: f64) {
         let held = self.margin[row].max(MIN_REFERENCE) + self.reserve[row];
         let mut reserve = self.reserve[row] + RESERVE_GAIN * (lost.min(held) - LOSS_BUDGET * offered);
