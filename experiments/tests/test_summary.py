@@ -167,19 +167,42 @@ def test_goodput_per_flow_and_per_ue_leaves_uploads_out_of_the_ue():
     goodputs = [t["goodput_mbps"] for t in summary["transfers"]]
     assert goodputs[:4] == pytest.approx([80.0, 40.0, 10.0, 20.0])
     assert math.isnan(goodputs[4])
-    assert summary["ues"]["1"]["goodput_mbps"] == pytest.approx(120.0)  # 80 + 40, the upload left out
+    # the page follows the download: 1.25e6 B x 8 / 0.15 s, the upload left out
+    assert summary["ues"]["1"]["goodput_mbps"] == pytest.approx(66.667, abs=1e-3)
     assert summary["ues"]["2"]["goodput_mbps"] == pytest.approx(20.0)  # the refused flow adds nothing
 
 
-def test_total_goodput_sums_downloads_and_web_pages():
+def test_total_goodput_is_what_downloads_and_pages_received_over_their_span():
     flows = [
-        _flow("bulk", 1, 0, 100, 1_000_000, 1_000_000),  # 80 Mbit/s
-        _flow("page", 1, 100, 150, 250_000, 250_000, kind="web"),  # 40 Mbit/s
-        _flow("backlogged", 2, 0, 200, 500_000, 0),  # 20 Mbit/s
-        _flow("refused", 2, 0, 0, 0, 1_000_000, complete=False, error="refused"),  # NaN, skipped
+        _flow("bulk", 1, 0, 100, 1_000_000, 1_000_000),
+        _flow("page", 1, 100, 150, 250_000, 250_000, kind="web"),
+        _flow("backlogged", 2, 0, 200, 500_000, 0),
+        _flow("refused", 2, 0, 0, 0, 1_000_000, complete=False, error="refused"),  # no byte, skipped
     ]
     summary = analysis.summarize(_run(flows))
-    assert summary["goodput_mbps"] == pytest.approx(140.0)  # 80 + 40 + 20
+    assert summary["goodput_mbps"] == pytest.approx(70.0)  # 1.75e6 B x 8 / 0.2 s
+
+
+def test_goodput_of_transfers_at_once_is_the_sum_of_their_rates():
+    flows = [
+        _flow("a", 1, 0, 100, 1_000_000, 0),  # 80 Mbit/s
+        _flow("b", 1, 0, 100, 500_000, 0),  # 40 Mbit/s over the same 0.1 s
+    ]
+    summary = analysis.summarize(_run(flows, ues={1: _series([0, 100])}))
+    assert summary["ues"]["1"]["goodput_mbps"] == pytest.approx(120.0)
+    assert summary["goodput_mbps"] == pytest.approx(120.0)
+
+
+def test_goodput_of_pages_one_after_another_counts_the_time_between_them():
+    # two 250 kB pages in 50 ms each, 1 s of thinking apart: 40 Mbit/s each, 5e5 B x 8 / 1.1 s together
+    flows = [
+        _flow("page1", 1, 0, 50, 250_000, 250_000, kind="web"),
+        _flow("page2", 1, 1050, 1100, 250_000, 250_000, kind="web"),
+    ]
+    summary = analysis.summarize(_run(flows, ues={1: _series([0, 1100])}))
+    assert [t["goodput_mbps"] for t in summary["transfers"]] == pytest.approx([40.0, 40.0])
+    assert summary["ues"]["1"]["goodput_mbps"] == pytest.approx(3.636, abs=1e-3)
+    assert summary["goodput_mbps"] == pytest.approx(3.636, abs=1e-3)
 
 
 def test_total_goodput_leaves_uploads_out_like_the_per_ue_goodput():
