@@ -97,7 +97,13 @@ def test_a_whole_run_folder_is_read_and_summarized_from_its_files(tmp_path):
     (run / "flows").mkdir(parents=True)
     (run / "run.json").write_text(json.dumps({"arm": "smvs", "repetition": 2, "sweep": None, "complete": True}))
     flow = {"flow": "ue1-flow1", "kind": "bulk", "ue": 1, "start_ns": 0, "last_byte_ns": 40 * MS}
-    flow |= {"received_bytes": 50_000, "requested_bytes": 50_000, "complete": True, "error": ""}
+    flow |= {
+        "received_bytes": 50_000,
+        "requested_bytes": 50_000,
+        "complete": True,
+        "error": "",
+        "progress": [[40 * MS, 50_000]],
+    }
     (run / "flows" / "ue1-flow1.json").write_text(json.dumps(flow))
     (run / "netstat.json").write_text(json.dumps({"server": {"retrans_segments": 3, "rto": 1, "spurious_rto": 0}}))
     (run / "cell-summary.json").write_text(json.dumps({"tti_lateness_ns": {"max": 2_500_000}, "packet_log_dropped": 2}))

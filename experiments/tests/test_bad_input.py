@@ -9,6 +9,9 @@ from rnf_cli.main import main
 
 TRACE = '{ generator = "piecewise", min_mbps = 2, max_mbps = 20, period_s = 0.2 }'
 OLD_SUMMARY = '{"runs": ["the summary of an earlier report"]}\n'
+GOOD_FLOW = {"flow": "f", "kind": "bulk", "ue": 1, "start_ns": 5_000_000, "last_byte_ns": 300_000_000}
+GOOD_FLOW |= {"received_bytes": 300_000, "requested_bytes": 0, "complete": True, "error": ""}
+GOOD_FLOW |= {"progress": [[100_000_000, 90_000], [300_000_000, 300_000]]}
 
 
 def rnf(capsys, *args: str) -> tuple[int, list[str]]:
@@ -39,9 +42,7 @@ def results_folder(root: Path, name: str = "results", complete: bool = True) -> 
             for i in range(1, 40)
         )
     )
-    flow = {"flow": "f", "kind": "bulk", "ue": 1, "start_ns": 5_000_000, "last_byte_ns": 300_000_000}
-    flow |= {"received_bytes": 300_000, "requested_bytes": 0, "complete": True, "error": ""}
-    (run / "flows" / "f.json").write_text(json.dumps(flow))
+    (run / "flows" / "f.json").write_text(json.dumps(GOOD_FLOW))
     (folder / "summary.json").write_text(OLD_SUMMARY)
     return folder
 
@@ -89,6 +90,18 @@ CORRUPTIONS = [
     ),
     (_write("runs/0-cubic/flows/f.json", "{}"), "runs/0-cubic/flows/f.json: no 'flow'"),
     (_write("runs/0-cubic/flows/f.json", "DIRECTORY"), "runs/0-cubic/flows/f.json: cannot read: Is a directory"),
+    (
+        _write("runs/0-cubic/flows/f.json", json.dumps(GOOD_FLOW | {"progress": {"1": 2}})),
+        "runs/0-cubic/flows/f.json: progress is not a list of [time ns, bytes] reports",
+    ),
+    (
+        _write("runs/0-cubic/flows/f.json", json.dumps(GOOD_FLOW | {"progress": [[2, 10], [1, 20]]})),
+        "runs/0-cubic/flows/f.json: progress report 1 is [1, 20], not [time ns, bytes] after the one before",
+    ),
+    (
+        _write("runs/0-cubic/flows/f.json", json.dumps(GOOD_FLOW | {"progress": [[2, "10"]]})),
+        "runs/0-cubic/flows/f.json: progress report 0 is [2, '10']",
+    ),
     (_write("runs/0-cubic/series.lp", None), "runs/0-cubic/series.lp: no such file"),
     (_write("runs/0-cubic/series.lp", b"cell,ue=1 \xff 1\n"), "runs/0-cubic/series.lp: not UTF-8 text"),
     (_write("runs/0-cubic/series.lp", "cell,ue=1 garbage\n"), "runs/0-cubic/series.lp: not valid line protocol"),

@@ -118,7 +118,8 @@ def _srsran_results(root: Path, ttis_per_period: int = 10) -> Path:
         (run / "rb.conf").write_text(RB_CONF)
         flow = {"flow": "ue1-bulk1-1", "kind": "bulk", "ue": 1, "start_ns": 50 * MS,
                 "connected_ns": (50 + handshakes[arm]) * MS, "first_byte_ns": 90 * MS, "last_byte_ns": 290 * MS,
-                "received_bytes": 10**6, "requested_bytes": 0, "complete": True, "error": ""}  # fmt: skip
+                "received_bytes": 10**6, "requested_bytes": 0, "complete": True, "error": "",
+                "progress": [[290 * MS, 10**6]]}  # fmt: skip
         (run / "flows" / "ue1-bulk1-1.json").write_text(json.dumps(flow))
         uplink = np.zeros(1000, PACKET_RECORD)
         left_us = 100_500 + np.arange(1000) * 1000

@@ -13,7 +13,10 @@ from rnf_experiments import analysis
 MS = 1_000_000  # ns
 
 
-def _flow(name, ue, start_ms, last_byte_ms, received, requested, kind="bulk", complete=True, error=""):
+def _flow(name, ue, start_ms, last_byte_ms, received, requested, kind="bulk", complete=True, error="", progress=None):
+    """A transfer's result; its progress, (ms, bytes so far) reports, is all of it at the last byte unless given."""
+    if progress is None:
+        progress = [(last_byte_ms, received)] if last_byte_ms else []
     return {
         "flow": name,
         "kind": kind,
@@ -24,6 +27,7 @@ def _flow(name, ue, start_ms, last_byte_ms, received, requested, kind="bulk", co
         "requested_bytes": requested,
         "complete": complete,
         "error": error,
+        "progress": [[at_ms * MS, so_far] for at_ms, so_far in progress],
     }
 
 
@@ -215,14 +219,64 @@ def test_total_goodput_leaves_uploads_out_like_the_per_ue_goodput():
     assert summary["goodput_mbps"] == pytest.approx(80.0)  # the upload's 10 Mbit/s is not downlink goodput
 
 
-def test_jain_fairness_is_over_the_flows_that_have_a_goodput():
+def test_jain_fairness_is_over_what_transfers_at_once_received_together():
     flows = [
-        _flow("a", 1, 0, 100, 375_000, 0),  # 3e6 bit / 0.1 s = 30 Mbit/s
-        _flow("b", 2, 0, 100, 125_000, 0),  # 1e6 bit / 0.1 s = 10 Mbit/s
-        _flow("refused", 2, 0, 0, 0, 0, complete=False, error="refused"),  # no goodput: not a flow of the index
+        _flow("a", 1, 0, 100, 375_000, 0),  # 3e6 bit in 0.1 s = 30 Mbit/s
+        _flow("b", 2, 0, 100, 125_000, 0),  # 1e6 bit in the same 0.1 s = 10 Mbit/s
+        _flow("refused", 2, 0, 0, 0, 0, complete=False, error="refused"),  # received nothing: not in the index
     ]
     assert analysis.summarize(_run(flows))["jain_fairness"] == pytest.approx(0.8)  # 40^2 / (2 * (900 + 100))
-    assert math.isnan(analysis.summarize(_run(flows[:1]))["jain_fairness"])  # one flow: NaN
+    assert math.isnan(analysis.summarize(_run(flows[:1]))["jain_fairness"])  # one transfer: NaN
+
+
+def test_a_transfer_that_stalls_while_another_runs_is_starved_however_fair_the_rates_of_their_lives():
+    # a download runs 0-300 ms and receives nothing while a 125 kB page loads, 100-200 ms; over their lives the
+    # download has 6.67 Mbit/s, the page 10, an index of 0.96 by those rates; while they ran together the page
+    # received all: 125^2 / (2 * 125^2) = 0.5
+    flows = [
+        _flow("a", 1, 0, 300, 250_000, 0, progress=[(100, 125_000), (200, 125_000), (300, 250_000)]),
+        _flow("b", 1, 100, 200, 125_000, 125_000, kind="web"),
+    ]
+    assert analysis.summarize(_run(flows))["jain_fairness"] == pytest.approx(0.5)
+
+
+def test_a_backlogged_download_starved_before_the_end_is_under_way_to_the_end():
+    # both want data for 100 ms; a receives 125 kB by 50 ms and nothing after, b 125 kB by 50 ms and as much again:
+    # 375^2 / (2 * (125^2 + 250^2)) = 0.9 (their rates to their last bytes, 20 Mbit/s each, would say 1)
+    flows = [
+        _flow("a", 1, 0, 50, 125_000, 0),
+        _flow("b", 2, 0, 100, 250_000, 0, progress=[(50, 125_000), (100, 250_000)]),
+    ]
+    assert analysis.summarize(_run(flows))["jain_fairness"] == pytest.approx(0.9)
+
+
+def test_pages_one_after_another_are_no_rivals():
+    flows = [
+        _flow("page1", 1, 0, 50, 250_000, 250_000, kind="web"),  # 40 Mbit/s
+        _flow("page2", 1, 1050, 1100, 125_000, 125_000, kind="web"),  # 20 Mbit/s, an index of 0.9 by the rates
+    ]
+    assert math.isnan(analysis.summarize(_run(flows, ues={1: _series([0, 1100])}))["jain_fairness"])
+
+
+def test_pages_beside_a_download_weigh_by_how_long_each_ran_beside_it():
+    # the download receives 2.5 kB per ms throughout; page 1 (0-100 ms) 250 kB, as much as the download: 1;
+    # page 2 (500-800 ms) 250 kB against the download's 750 kB: 1000^2 / (2 * (250^2 + 750^2)) = 0.8;
+    # weighted by 100 and 300 ms: (100 x 1 + 300 x 0.8) / 400 = 0.85
+    download = [(ms, 2500 * ms) for ms in range(100, 1001, 100)]
+    flows = [
+        _flow("bulk", 1, 0, 1000, 2_500_000, 0, progress=download),
+        _flow("page1", 1, 0, 100, 250_000, 250_000, kind="web"),
+        _flow("page2", 1, 500, 800, 250_000, 250_000, kind="web", progress=[(600, 0), (700, 100_000)]),
+    ]
+    assert analysis.summarize(_run(flows, ues={1: _series([0, 1000])}))["jain_fairness"] == pytest.approx(0.85)
+
+
+def test_an_upload_is_no_rival_of_a_download():
+    flows = [
+        _flow("bulk", 1, 0, 100, 1_000_000, 0),
+        _flow("up", 1, 0, 100, 125_000, 0, kind="upload"),
+    ]
+    assert math.isnan(analysis.summarize(_run(flows, ues={1: _series([0, 100])}))["jain_fairness"])
 
 
 def test_tcp_counters_are_summed_over_the_namespaces():

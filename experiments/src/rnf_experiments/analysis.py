@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections import defaultdict
@@ -18,7 +19,18 @@ from rnf_foundation.errors import UserError
 from rnf_experiments import lineprotocol, metrics
 
 RUN_KEYS = ("arm", "repetition", "sweep")
-FLOW_KEYS = ("flow", "kind", "ue", "start_ns", "last_byte_ns", "received_bytes", "requested_bytes", "complete", "error")
+FLOW_KEYS = (
+    "flow",
+    "kind",
+    "ue",
+    "start_ns",
+    "last_byte_ns",
+    "received_bytes",
+    "requested_bytes",
+    "complete",
+    "error",
+    "progress",
+)
 PACKET_RECORD = np.dtype(
     [("ue", "<u2"), ("length", "<u2"), ("flags", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
 )
@@ -264,7 +276,7 @@ def load_arm_run(directory: Path) -> ArmRun:
         sweep is None or (isinstance(sweep, dict) and {"index", "value"} <= sweep.keys())
     ):
         raise UserError(f"{directory / 'run.json'}: repetition is not a number or sweep has no index and value")
-    flows = [read_json(p, FLOW_KEYS) for p in sorted((directory / "flows").glob("*.json"))]
+    flows = [_read_flow(p) for p in sorted((directory / "flows").glob("*.json"))]
     packets = read_packet_records(directory / "packets.bin")
     packets = packets[(packets["flags"] & PACKET_AQM_DROPPED) == 0]
     netstat_path = directory / "netstat.json"
@@ -282,6 +294,26 @@ def load_arm_run(directory: Path) -> ArmRun:
         queue_limits=load_queue_limits(directory / "series.lp"),
         cell_kind=cell_kind,
     )
+
+
+def _read_flow(path: Path) -> dict[str, Any]:
+    """A transfer's result (traffic.py's FlowResult), its progress checked: [time ns, bytes so far] pairs in time
+    order; a UserError names the file and the first bad report."""
+    flow: dict[str, Any] = read_json(path, FLOW_KEYS)
+    progress = flow["progress"]
+    if not isinstance(progress, list):
+        raise UserError(f"{path}: progress is not a list of [time ns, bytes] reports")
+    previous = -math.inf
+    for number, report in enumerate(progress):
+        if (
+            not (isinstance(report, list) and len(report) == 2 and all(type(value) is int for value in report))
+            or report[0] < previous
+        ):
+            raise UserError(
+                f"{path}: progress report {number} is {report!r}, not [time ns, bytes] after the one before"
+            )
+        previous = report[0]
+    return flow
 
 
 def busy(flows: list[dict[str, Any]], time_ns: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
@@ -393,6 +425,55 @@ def _aggregate_goodput_mbps(flows: list[dict[str, Any]]) -> float:
     return metrics.goodput_bps(sum(f["received_bytes"] for f in received), start, end) / 1e6
 
 
+def _concurrent_fairness(flows: list[dict[str, Any]]) -> float:
+    """Jain's index among the transfers that ran at once (NaN where none did): the run cut wherever a transfer
+    starts or stops wanting data, each stretch with two transfers or more under way scored by Jain's index over what
+    each received in it (from its progress reports), the stretches weighted by their length; a stretch in which
+    nothing was received is not scored. Downloads and uploads are counted apart, on links of their own. An index
+    over each transfer's rate for its whole life scored pages that followed one another as rivals, a flow that
+    stalled while another ran as nearly fair, and a backlogged download starved before the end by its early last
+    byte."""
+    stretches: list[tuple[int, float]] = []
+    for direction in (
+        [f for f in flows if f["kind"] != "upload"],
+        [f for f in flows if f["kind"] == "upload"],
+    ):
+        traffic_end = max((f["last_byte_ns"] for f in direction), default=0)
+        spans = [(f, f["start_ns"], _wanted_until(f, traffic_end)) for f in direction]
+        cuts = sorted({start for _, start, _ in spans} | {until for _, _, until in spans})
+        for begin, end in itertools.pairwise(cuts):
+            under_way = [f for f, start, until in spans if start <= begin and until >= end]
+            if len(under_way) > 1:
+                received = [_received_by(f, end) - _received_by(f, begin) for f in under_way]
+                index = metrics.jain_fairness(received)
+                if not math.isnan(index):
+                    stretches.append((end - begin, index))
+    if not stretches:
+        return math.nan
+    lengths, indices = zip(*stretches, strict=True)
+    return float(np.average(indices, weights=lengths))
+
+
+def _wanted_until(flow: dict[str, Any], traffic_end_ns: int) -> int:
+    """When a transfer stopped wanting data, from its start (the handshake counts: a SYN that waits behind another's
+    queue is that transfer starved). A fixed-size transfer that completed, and one that failed, at its last byte
+    (one that failed before any byte never wanted: 0). A backlogged one, or one the arm's end cut off, at the end of
+    the traffic, the last byte any transfer in its direction received."""
+    if flow["error"] or (flow["requested_bytes"] and flow["complete"]):
+        return int(flow["last_byte_ns"])
+    return traffic_end_ns
+
+
+def _received_by(flow: dict[str, Any], time_ns: int) -> float:
+    """The bytes a transfer had received at `time_ns`: the client's progress reports (every 100 ms while bytes
+    arrive) joined by straight lines, and all of them from its last byte on."""
+    last = flow["last_byte_ns"]
+    before = [(time, received) for time, received in flow["progress"] if time < last]
+    times = [time for time, _ in before] + [last]
+    received = [received for _, received in before] + [flow["received_bytes"]]
+    return float(np.interp(time_ns, times, received, left=0.0))
+
+
 def _transfer(flow: dict[str, Any]) -> dict[str, Any]:
     ttsu = (flow["last_byte_ns"] - flow["start_ns"]) / 1e9 if flow["last_byte_ns"] else math.nan
     return {
@@ -427,8 +508,6 @@ def summarize(run: ArmRun) -> dict[str, Any]:
     in_window = (run.packets["arrival_ns"] >= start) & (run.packets["delivery_ns"] <= end)
     delays_ms = (run.packets["delivery_ns"][in_window] - run.packets["arrival_ns"][in_window]) / 1e6
     transfers = [_transfer(f) for f in flows]
-    measured = [t for t in transfers if not math.isnan(t["goodput_mbps"])]
-    goodputs = [t["goodput_mbps"] for t in measured]
     ues = list(per_ue.values())
     counters = {
         key: sum(role.get(key, 0) for role in run.netstat.values())
@@ -462,7 +541,7 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "controller_band_fraction": mean([u["controller_band_fraction"] for u in ues]),
         "controller_settling_s": mean([u["controller_settling_s"] for u in ues]),
         "ttsu_s": mean([t["ttsu_s"] for t in transfers]),
-        "jain_fairness": metrics.jain_fairness(goodputs) if len(goodputs) > 1 else math.nan,
+        "jain_fairness": _concurrent_fairness(flows),
         "flows": len(flows),
         "flows_complete": sum(1 for t in transfers if t["complete"]),
         "retrans_segments": counters["retrans_segments"],
