@@ -274,3 +274,20 @@ def test_the_share_of_the_run_a_controller_stood_still_in_steps_more_than_two_pe
     assert analysis.decision_stalled_share({1: on_time, 2: steps(0, 10, 40, 50), 3: steps(5, 99)}) == pytest.approx(0.4)
     assert analysis.decision_stalled_share({1: on_time}) == 0.0
     assert math.isnan(analysis.decision_stalled_share({3: steps(5, 99)}))
+
+
+def test_a_controller_that_waits_out_the_handshakes_before_the_first_byte_did_not_stand_still():
+    def steps(*times_ms):
+        times = np.asarray(times_ms, dtype=np.int64) * 1_000_000
+        nothing = np.full(times.size, math.nan)
+        return analysis.ControllerSeries(times, nothing, nothing, nothing, nothing)
+
+    # clamp steps on its ACKs: once at the SYN, then not until the handshake is done over a slow link (1.23 s)
+    clamp = {1: steps(0, 1230, 1240, 1250, 1260, 1270)}
+    flows = [{"start_ns": 74 * MS, "first_byte_ns": 1235 * MS, "last_byte_ns": 1270 * MS}]
+    assert analysis.first_byte_ns(flows) == 1235 * MS
+    assert analysis.decision_gap_max_ms(clamp, analysis.first_byte_ns(flows)) == 10.0
+    assert analysis.decision_stalled_share(clamp, analysis.first_byte_ns(flows)) == 0.0
+    assert analysis.decision_gap_max_ms(clamp) == 1230.0  # from the first step: the handshake counted as a stall
+    # a transfer that received nothing has no first byte; with none, every step counts
+    assert analysis.first_byte_ns([{"start_ns": 5, "first_byte_ns": 0, "last_byte_ns": 0}]) == 0

@@ -548,8 +548,8 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "rto": counters["rto"],
         "spurious_rto": counters["spurious_rto"],
         "tti_late_max_ms": run.cell_summary.get("tti_lateness_ns", {}).get("max", math.nan) / 1e6,
-        "decision_gap_max_ms": decision_gap_max_ms(run.controllers),
-        "decision_stalled_share": decision_stalled_share(run.controllers),
+        "decision_gap_max_ms": decision_gap_max_ms(run.controllers, first_byte_ns(flows)),
+        "decision_stalled_share": decision_stalled_share(run.controllers, first_byte_ns(flows)),
         "ues": {str(ue): values for ue, values in per_ue.items()},
         "transfers": transfers,
         "netstat": run.netstat,
@@ -597,26 +597,35 @@ def enb_ttis_per_ms(run: ArmRun) -> float:
     return max(rates)[1] if rates else math.nan
 
 
-def decision_gap_max_ms(controllers: dict[int, ControllerSeries]) -> float:
-    """The longest time between two recorded steps of one UE's controller, ms; NaN without steps to compare (an
-    end-to-end arm). A step per telemetry report is the rule: a gap of several periods means the proxy's process
-    stood still or its telemetry stopped."""
-    gaps = [float(np.diff(series.time_ns).max()) for series in controllers.values() if series.time_ns.size > 1]
+def first_byte_ns(flows: list[dict[str, Any]]) -> int:
+    """When the first byte of any transfer reached its UE (0 when none did): before it there is nothing to release
+    toward a UE, and a controller driven by its ACKs (`clamp`) may well not step while the handshakes cross a slow
+    link (1.2 s on paper 004's GPRS-like link)."""
+    return min((f.get("first_byte_ns") or f["start_ns"] for f in flows if f["last_byte_ns"]), default=0)
+
+
+def decision_gap_max_ms(controllers: dict[int, ControllerSeries], since_ns: int = 0) -> float:
+    """The longest time between two recorded steps of one UE's controller from `since_ns` on, ms; NaN without steps
+    to compare (an end-to-end arm). A step per telemetry report is the rule: a gap of several periods means the
+    proxy's process stood still or its telemetry stopped."""
+    steps = [series.time_ns[series.time_ns >= since_ns] for series in controllers.values()]
+    gaps = [float(np.diff(times).max()) for times in steps if times.size > 1]
     return max(gaps) / 1e6 if gaps else math.nan
 
 
-def decision_stalled_share(controllers: dict[int, ControllerSeries]) -> float:
-    """The largest share, over the UEs, of the time from a controller's first step to its last that it stood still:
-    for each step that came more than STALL_PERIODS periods after the one before (the relay's stall rule,
-    proxy/relay/src/control.rs), the time beyond one period. The period is the median interval of the UE's steps
-    (one per telemetry report). NaN without steps to compare (an end-to-end arm). Short stalls that no single gap
-    makes long (`decision_gap_max_ms`) add up on a loaded host: 20-40 ms gaps dozens of times a run."""
+def decision_stalled_share(controllers: dict[int, ControllerSeries], since_ns: int = 0) -> float:
+    """The largest share, over the UEs, of the time from a controller's first step (from `since_ns` on) to its last
+    that it stood still: for each step that came more than STALL_PERIODS periods after the one before (the relay's
+    stall rule, proxy/relay/src/control.rs), the time beyond one period. The period is the median interval of the
+    UE's steps (one per telemetry report). NaN without steps to compare (an end-to-end arm). Short stalls that no
+    single gap makes long (`decision_gap_max_ms`) add up on a loaded host: 20-40 ms gaps dozens of times a run."""
     shares = []
     for series in controllers.values():
-        span = float(series.time_ns[-1] - series.time_ns[0]) if series.time_ns.size >= 3 else 0.0
+        times = series.time_ns[series.time_ns >= since_ns]
+        span = float(times[-1] - times[0]) if times.size >= 3 else 0.0
         if span <= 0:
             continue  # no period to measure
-        gaps = np.diff(series.time_ns).astype(np.float64)
+        gaps = np.diff(times).astype(np.float64)
         period = float(np.median(gaps))
         late = gaps > STALL_PERIODS * period
         shares.append(float((gaps[late] - period).sum()) / span)
