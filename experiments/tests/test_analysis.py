@@ -246,44 +246,36 @@ def test_a_whole_run_folder_is_read_and_summarized_from_its_files(tmp_path):
     assert all(math.isnan(value) for value in summary["delay_percentiles_ms"])
 
 
-def test_the_longest_gap_between_two_steps_of_any_ues_controller():
-    def steps(*times_ms):
-        times = np.asarray(times_ms, dtype=np.int64) * 1_000_000
-        nothing = np.full(times.size, math.nan)
-        return analysis.ControllerSeries(times, nothing, nothing, nothing, nothing)
+def _steps(*times_ms):
+    """A controller's record with only the times of its steps."""
+    times = np.asarray(times_ms, dtype=np.int64) * 1_000_000
+    nothing = np.full(times.size, math.nan)
+    return analysis.ControllerSeries(times, nothing, nothing, nothing, nothing)
 
+
+def test_the_longest_gap_between_two_steps_of_any_ues_controller():
     # UE 1 steps every 10 ms but once waits 157 ms (30 to 187 ms); UE 2 every 10 ms; UE 3 stepped once
-    controllers = {1: steps(0, 10, 20, 30, 187, 197), 2: steps(0, 10, 20, 30), 3: steps(5)}
+    controllers = {1: _steps(0, 10, 20, 30, 187, 197), 2: _steps(0, 10, 20, 30), 3: _steps(5)}
     assert analysis.decision_gap_max_ms(controllers) == 157.0
-    assert analysis.decision_gap_max_ms({2: steps(0, 10, 20, 30), 3: steps(5)}) == 10.0
+    assert analysis.decision_gap_max_ms({2: _steps(0, 10, 20, 30), 3: _steps(5)}) == 10.0
     assert math.isnan(analysis.decision_gap_max_ms({}))
 
 
 def test_the_share_of_the_run_a_controller_stood_still_in_steps_more_than_two_periods_late():
-    def steps(*times_ms):
-        times = np.asarray(times_ms, dtype=np.int64) * 1_000_000
-        nothing = np.full(times.size, math.nan)
-        return analysis.ControllerSeries(times, nothing, nothing, nothing, nothing)
-
     # UE 1: steps 10 ms apart (the median) but twice 30 ms: 20 ms beyond a period each, 40 ms of 100 ms
-    assert analysis.decision_stalled_share({1: steps(0, 10, 20, 50, 60, 70, 100)}) == pytest.approx(0.4)
+    assert analysis.decision_stalled_share({1: _steps(0, 10, 20, 50, 60, 70, 100)}) == pytest.approx(0.4)
     # a gap of exactly two periods is on time (the relay's rule: more than two): only the 30 ms gap counts, 20 of 90
-    assert analysis.decision_stalled_share({1: steps(0, 10, 20, 50, 60, 80, 90)}) == pytest.approx(20 / 90)
+    assert analysis.decision_stalled_share({1: _steps(0, 10, 20, 50, 60, 80, 90)}) == pytest.approx(20 / 90)
     # the largest over the UEs; a UE with fewer than three steps has no period to measure; none at all: NaN
-    on_time = steps(0, 10, 20, 30)
-    assert analysis.decision_stalled_share({1: on_time, 2: steps(0, 10, 40, 50), 3: steps(5, 99)}) == pytest.approx(0.4)
+    on_time, late = _steps(0, 10, 20, 30), _steps(0, 10, 40, 50)
+    assert analysis.decision_stalled_share({1: on_time, 2: late, 3: _steps(5, 99)}) == pytest.approx(0.4)
     assert analysis.decision_stalled_share({1: on_time}) == 0.0
-    assert math.isnan(analysis.decision_stalled_share({3: steps(5, 99)}))
+    assert math.isnan(analysis.decision_stalled_share({3: _steps(5, 99)}))
 
 
 def test_a_controller_that_waits_out_the_handshakes_before_the_first_byte_did_not_stand_still():
-    def steps(*times_ms):
-        times = np.asarray(times_ms, dtype=np.int64) * 1_000_000
-        nothing = np.full(times.size, math.nan)
-        return analysis.ControllerSeries(times, nothing, nothing, nothing, nothing)
-
     # clamp steps on its ACKs: once at the SYN, then not until the handshake is done over a slow link (1.23 s)
-    clamp = {1: steps(0, 1230, 1240, 1250, 1260, 1270)}
+    clamp = {1: _steps(0, 1230, 1240, 1250, 1260, 1270)}
     flows = [{"start_ns": 74 * MS, "first_byte_ns": 1235 * MS, "last_byte_ns": 1270 * MS}]
     assert analysis.first_byte_ns(flows) == 1235 * MS
     assert analysis.decision_gap_max_ms(clamp, analysis.first_byte_ns(flows)) == 10.0
