@@ -1,11 +1,12 @@
-"""The time plots' resource-block panel: each UE's share of the cell summed over a window of periods; the delay's
-distribution drawn from summary.json's percentiles."""
+"""The time plots' resource-block panel: each UE's share of the cell summed over a window of periods; each
+transfer's rate in steps from its progress reports; the delay's distribution drawn from summary.json's
+percentiles."""
 
 import math
 
 import numpy as np
 import pytest
-from rnf_experiments.plots import delay_cdf, rolling_share
+from rnf_experiments.plots import delay_cdf, rolling_share, transfer_rate
 
 
 def test_the_share_sums_grants_and_capacity_over_the_last_periods():
@@ -18,6 +19,16 @@ def test_the_share_sums_grants_and_capacity_over_the_last_periods():
 
 def test_no_capacity_is_no_share():
     assert math.isnan(rolling_share(np.array([0, 0]), np.array([0, 0]), periods=2)[1])
+
+
+def test_a_transfers_rate_in_steps_from_its_start_to_its_last_byte():
+    # 125 kB by 100 ms, nothing more by 200 ms, the other 125 kB by its last byte at 250 ms
+    ms = 1_000_000
+    flow = {"start_ns": 0, "last_byte_ns": 250 * ms, "received_bytes": 250_000}
+    flow["progress"] = [[100 * ms, 125_000], [200 * ms, 125_000]]
+    edges, rates = transfer_rate(flow, 100 * ms)
+    assert (edges / ms).tolist() == [0, 100, 200, 250]
+    assert rates.tolist() == pytest.approx([10.0, 0.0, 20.0])  # 1e6 bit in 0.1 s; nothing; 1e6 bit in 0.05 s
 
 
 def test_the_delay_distribution_is_drawn_for_every_run_even_one_without_delays(tmp_path):

@@ -444,7 +444,7 @@ def _concurrent_fairness(flows: list[dict[str, Any]]) -> float:
         for begin, end in itertools.pairwise(cuts):
             under_way = [f for f, start, until in spans if start <= begin and until >= end]
             if len(under_way) > 1:
-                received = [_received_by(f, end) - _received_by(f, begin) for f in under_way]
+                received = [received_by(f, end) - received_by(f, begin) for f in under_way]
                 index = metrics.jain_fairness(received)
                 if not math.isnan(index):
                     stretches.append((end - begin, index))
@@ -464,7 +464,7 @@ def _wanted_until(flow: dict[str, Any], traffic_end_ns: int) -> int:
     return traffic_end_ns
 
 
-def _received_by(flow: dict[str, Any], time_ns: int) -> float:
+def received_by(flow: dict[str, Any], time_ns: int) -> float:
     """The bytes a transfer had received at `time_ns`: the client's progress reports (every 100 ms while bytes
     arrive) joined by straight lines, and all of them from its last byte on."""
     last = flow["last_byte_ns"]

@@ -1,8 +1,9 @@
-"""Plots of a results folder: rate and queue over time per run, and the arms side by side (throughput against
-delay, the delay's distribution)."""
+"""Plots of a results folder: rate, queue and each transfer's rate over time per run, and the arms side by side
+(throughput against delay, the delay's distribution)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import ticker
 
-from rnf_experiments.analysis import DELAY_PERCENTILES, ArmRun
+from rnf_experiments.analysis import DELAY_PERCENTILES, ArmRun, received_by
 
 ARM_MARKERS = "os^DvP"  # one per ten arms, the length of matplotlib's colour cycle
 ARM_LINES = ("-", "--", "-.", ":")  # as the markers, for lines
 SHARE_PERIODS = 10  # the resource-block panel sums this many telemetry periods: 100 ms at 10 ms, readable at 20 s
+RATE_STEPS = 200  # the transfers' panel: at most this many steps over the run, each at least a progress report's 100 ms
+PAGE_SUFFIX = re.compile(r"-page\d+$")  # a web session's pages (traffic.py's names) share one colour
 
 
 def rolling_share(granted: np.ndarray, capacity: np.ndarray, periods: int = SHARE_PERIODS) -> np.ndarray:
@@ -28,12 +31,23 @@ def rolling_share(granted: np.ndarray, capacity: np.ndarray, periods: int = SHAR
         return np.where(capacity_sum > 0, granted_sum / capacity_sum, np.nan)
 
 
+def transfer_rate(flow: dict[str, Any], step_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """A transfer's received rate in steps of `step_ns` from its start to its last byte (the last step shorter): the
+    step edges (ns) and the rate in each step (Mbit/s), from its progress reports."""
+    edges = np.append(np.arange(flow["start_ns"], flow["last_byte_ns"], step_ns), flow["last_byte_ns"])
+    received = np.array([received_by(flow, int(edge)) for edge in edges])
+    return edges, np.diff(received) * 8e3 / np.diff(edges)
+
+
 def time_series(run: ArmRun, path: Path) -> None:
     """Per UE: capacity against delivered rate; the RLC queue against the controller's q0 and SMVS band; the
-    controller's decision (quota or window), when the run had a controller; and each UE's share of the cell's
-    resource blocks, when the eNB reported them (contract 1.2)."""
+    controller's decision (quota or window), when the run had a controller; each UE's share of the cell's resource
+    blocks, when the eNB reported them (contract 1.2); and each transfer's rate, when several ran (who waited for
+    whom)."""
     with_prbs = any(series.capacity_prbs.sum() > 0 for series in run.ues.values())
-    panels = 2 + bool(run.controllers) + with_prbs
+    transfers = [flow for flow in run.flows if flow["last_byte_ns"] > flow["start_ns"]]
+    with_transfers = len(transfers) > 1
+    panels = 2 + bool(run.controllers) + with_prbs + with_transfers
     figure, axes = plt.subplots(panels, 1, figsize=(10, 2.6 * panels + 1), sharex=True)
     rate_axis, queue_axis = axes[0], axes[1]
     t0 = min((s.time_ns[0] for s in run.ues.values() if s.time_ns.size), default=0)
@@ -52,6 +66,8 @@ def time_series(run: ArmRun, path: Path) -> None:
         if not np.isnan(band).all():
             queue_axis.fill_between(seconds, q0 - band, q0 + band, color="grey", alpha=0.25, label=f"UE {ue} band")
         axes[2].plot(seconds, controller.w_bytes / 1e3, lw=0.8, label=f"UE {ue} w")
+    if with_transfers:
+        _transfers_panel(axes[-1 - with_prbs], transfers, t0)
     if with_prbs:
         share_axis = axes[-1]
         longest = max(run.ues.values(), key=lambda series: series.time_ns.size)
@@ -76,6 +92,20 @@ def time_series(run: ArmRun, path: Path) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def _transfers_panel(axis: plt.Axes, transfers: list[dict[str, Any]], t0: int) -> None:
+    """Each transfer's rate from its start (a handshake that waits is a rate of 0) to its last byte."""
+    span_ns = max(flow["last_byte_ns"] for flow in transfers) - t0
+    step_ns = max(100_000_000, span_ns // RATE_STEPS)
+    colours: dict[str, str] = {}
+    for flow in transfers:
+        name = PAGE_SUFFIX.sub(" pages", flow["flow"])
+        edges, rates = transfer_rate(flow, step_ns)
+        first = name not in colours
+        colours.setdefault(name, f"C{len(colours) % 10}")
+        axis.stairs(rates, (edges - t0) / 1e9, color=colours[name], lw=0.8, label=name if first else None)
+    axis.set_ylabel("transfers (Mbit/s)")
 
 
 def sweep(runs: list[dict[str, Any]], parameter: str, path: Path) -> None:
