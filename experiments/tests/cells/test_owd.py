@@ -118,7 +118,7 @@ def test_the_analysis_reads_the_delays_as_a_virtual_cells(tmp_path):
     sgi, ues = captured(tmp_path)
     owd.measure(sgi, ues, tmp_path / "packets.bin")
     flow = {"flow": "f", "kind": "bulk", "ue": 1, "start_ns": T0, "last_byte_ns": at(12_000), "received_bytes": 1,
-            "requested_bytes": 0, "complete": True, "error": ""}  # fmt: skip
+            "requested_bytes": 0, "complete": True, "error": "", "progress": [[at(12_000), 1]]}  # fmt: skip
     run = analysis.ArmRun(
         description={"arm": "cubic", "repetition": 0, "sweep": None},
         directory=tmp_path,
