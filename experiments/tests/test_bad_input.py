@@ -88,19 +88,31 @@ CORRUPTIONS = [
         _write("runs/0-cubic/run.json", '{"arm": "cubic", "repetition": "x", "sweep": null}'),
         "runs/0-cubic/run.json: repetition is not a number",
     ),
-    (_write("runs/0-cubic/flows/f.json", "{}"), "runs/0-cubic/flows/f.json: no 'flow'"),
+    (_write("runs/0-cubic/flows/f.json", "{}"), "runs/0-cubic/flows/f.json: flow: Field required (and 9 more)"),
     (_write("runs/0-cubic/flows/f.json", "DIRECTORY"), "runs/0-cubic/flows/f.json: cannot read: Is a directory"),
     (
+        _write("runs/0-cubic/flows/f.json", json.dumps(GOOD_FLOW | {"start_ns": "5000000"})),
+        "runs/0-cubic/flows/f.json: start_ns: Input should be a valid integer",
+    ),
+    (
+        _write("runs/0-cubic/flows/f.json", json.dumps(GOOD_FLOW | {"kind": "ftp"})),
+        "runs/0-cubic/flows/f.json: kind: Input should be 'bulk', 'upload' or 'web'",
+    ),
+    (
         _write("runs/0-cubic/flows/f.json", json.dumps(GOOD_FLOW | {"progress": {"1": 2}})),
-        "runs/0-cubic/flows/f.json: progress is not a list of [time ns, bytes] reports",
+        "runs/0-cubic/flows/f.json: progress: Input should be a valid list",
     ),
     (
         _write("runs/0-cubic/flows/f.json", json.dumps(GOOD_FLOW | {"progress": [[2, 10], [1, 20]]})),
-        "runs/0-cubic/flows/f.json: progress report 1 is [1, 20], not [time ns, bytes] after the one before",
+        "runs/0-cubic/flows/f.json: progress: report 1, at 1 ns, comes before the one before it (2 ns)",
     ),
     (
         _write("runs/0-cubic/flows/f.json", json.dumps(GOOD_FLOW | {"progress": [[2, "10"]]})),
-        "runs/0-cubic/flows/f.json: progress report 0 is [2, '10']",
+        "runs/0-cubic/flows/f.json: progress[0][1]: Input should be a valid integer",
+    ),
+    (
+        _write("runs/0-cubic/flows/f.json", json.dumps(GOOD_FLOW | {"progress": [[2]]})),
+        "runs/0-cubic/flows/f.json: progress[0]: List should have at least 2 items",
     ),
     (_write("runs/0-cubic/series.lp", None), "runs/0-cubic/series.lp: no such file"),
     (_write("runs/0-cubic/series.lp", b"cell,ue=1 \xff 1\n"), "runs/0-cubic/series.lp: not UTF-8 text"),

@@ -10,27 +10,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from rnf_foundation.config import format_validation_error
 from rnf_foundation.errors import UserError
 
 from rnf_experiments import lineprotocol, metrics
 
 RUN_KEYS = ("arm", "repetition", "sweep")
-FLOW_KEYS = (
-    "flow",
-    "kind",
-    "ue",
-    "start_ns",
-    "last_byte_ns",
-    "received_bytes",
-    "requested_bytes",
-    "complete",
-    "error",
-    "progress",
-)
 PACKET_RECORD = np.dtype(
     [("ue", "<u2"), ("length", "<u2"), ("flags", "<u4"), ("arrival_ns", "<u8"), ("delivery_ns", "<u8")]
 )
@@ -296,23 +286,42 @@ def load_arm_run(directory: Path) -> ArmRun:
     )
 
 
+class _FlowFile(BaseModel):
+    """A flows/*.json as traffic.py's FlowResult writes it: the fields the analysis reads, checked by type and range
+    (JSON numbers are not taken for strings, nor strings for numbers); the others are kept as they are."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    flow: str
+    kind: Literal["bulk", "upload", "web"]
+    ue: int = Field(ge=1)
+    start_ns: int = Field(ge=0)
+    first_byte_ns: int = Field(default=0, ge=0)
+    last_byte_ns: int = Field(ge=0)
+    received_bytes: int = Field(ge=0)
+    requested_bytes: int = Field(ge=0)
+    complete: bool
+    error: str
+    progress: list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]]
+
+    @field_validator("progress")
+    @classmethod
+    def _in_time_order(cls, progress: list[list[int]]) -> list[list[int]]:
+        for number, (before, after) in enumerate(itertools.pairwise(progress), start=1):
+            if after[0] < before[0]:
+                raise ValueError(f"report {number}, at {after[0]} ns, comes before the one before it ({before[0]} ns)")
+        return progress
+
+
 def _read_flow(path: Path) -> dict[str, Any]:
-    """A transfer's result (traffic.py's FlowResult), its progress checked: [time ns, bytes so far] pairs in time
-    order; a UserError names the file and the first bad report."""
-    flow: dict[str, Any] = read_json(path, FLOW_KEYS)
-    progress = flow["progress"]
-    if not isinstance(progress, list):
-        raise UserError(f"{path}: progress is not a list of [time ns, bytes] reports")
-    previous = -math.inf
-    for number, report in enumerate(progress):
-        if (
-            not (isinstance(report, list) and len(report) == 2 and all(type(value) is int for value in report))
-            or report[0] < previous
-        ):
-            raise UserError(
-                f"{path}: progress report {number} is {report!r}, not [time ns, bytes] after the one before"
-            )
-        previous = report[0]
+    """A transfer's result, checked (`_FlowFile`); a UserError names the file, the field and the reason."""
+    data = read_json(path)
+    try:
+        _FlowFile.model_validate(data)
+    except ValidationError as error:
+        first, *others = format_validation_error(str(path), error).splitlines()
+        raise UserError(first + (f" (and {len(others)} more)" if others else "")) from None
+    flow: dict[str, Any] = data
     return flow
 
 
