@@ -107,6 +107,7 @@ bench-validation: setup
 	$(RNF) run experiments/scenarios/validation-midpoints.toml --output results
 
 bench: setup bench-latency
+	$(RNF) run experiments/scenarios/web-beside-download.toml --output results
 	$(VENV)/bin/python -m rnf_cell.bench
 	$(VENV)/bin/python -m rnf_bridge.bench
 	$(VENV)/bin/python -m rnf_proxy.bench
