@@ -119,6 +119,22 @@ CORRUPTIONS = [
     (_write("runs/0-cubic/series.lp", "cell,ue=1 garbage\n"), "runs/0-cubic/series.lp: not valid line protocol"),
     (_write("runs/0-cubic/series.lp", "cell,ue=1 a=1i 1\n"), "runs/0-cubic/series.lp: a cell point has no 'capacity"),
     (_write("runs/0-cubic/netstat.json", "{"), "runs/0-cubic/netstat.json: not valid JSON"),
+    (
+        _write("runs/0-cubic/netstat.json", '{"server": {"rto": "2"}}'),
+        "runs/0-cubic/netstat.json: server.rto: Input should be a valid integer",
+    ),
+    (
+        _write("runs/0-cubic/netstat.json", '{"server": 3}'),
+        "runs/0-cubic/netstat.json: server: Input should be a valid",
+    ),
+    (
+        _write("runs/0-cubic/cell-summary.json", '{"tti_lateness_ns": {"max": "5"}}'),
+        "runs/0-cubic/cell-summary.json: tti_lateness_ns.max: Input should be a valid integer",
+    ),
+    (
+        _write("runs/0-cubic/cell-summary.json", '{"delay": {"lost": -1}}'),
+        "runs/0-cubic/cell-summary.json: delay.lost: Input should be greater than or equal to 0",
+    ),
     (_empty_runs, "runs: no runs, nothing to report"),
 ]
 

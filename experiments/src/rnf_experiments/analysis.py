@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from rnf_foundation.config import format_validation_error
 from rnf_foundation.errors import UserError
 
@@ -266,7 +266,7 @@ def load_arm_run(directory: Path) -> ArmRun:
         sweep is None or (isinstance(sweep, dict) and {"index", "value"} <= sweep.keys())
     ):
         raise UserError(f"{directory / 'run.json'}: repetition is not a number or sweep has no index and value")
-    flows = [_read_flow(p) for p in sorted((directory / "flows").glob("*.json"))]
+    flows = [_read_checked(p, _FLOW_FILE) for p in sorted((directory / "flows").glob("*.json"))]
     packets = read_packet_records(directory / "packets.bin")
     packets = packets[(packets["flags"] & PACKET_AQM_DROPPED) == 0]
     netstat_path = directory / "netstat.json"
@@ -279,8 +279,8 @@ def load_arm_run(directory: Path) -> ArmRun:
         controllers=load_controllers(directory / "series.lp"),
         flows=flows,
         packets=packets,
-        netstat=read_json(netstat_path) if netstat_path.exists() else {},
-        cell_summary=read_json(cell_summary_path) if cell_summary_path.exists() else {},
+        netstat=_read_checked(netstat_path, _NETSTAT_FILE) if netstat_path.exists() else {},
+        cell_summary=_read_checked(cell_summary_path, _CELL_SUMMARY_FILE) if cell_summary_path.exists() else {},
         queue_limits=load_queue_limits(directory / "series.lp"),
         cell_kind=cell_kind,
     )
@@ -313,16 +313,45 @@ class _FlowFile(BaseModel):
         return progress
 
 
-def _read_flow(path: Path) -> dict[str, Any]:
-    """A transfer's result, checked (`_FlowFile`); a UserError names the file, the field and the reason."""
+class _LatenessFile(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    max: int = Field(ge=0)
+
+
+class _DelayFile(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    lost: int | None = Field(default=None, ge=0)  # None: a capture's count was not known
+
+
+class _CellSummaryFile(BaseModel):
+    """cell-summary.json: the virtual cell's datapath summary or a srsRAN cell's delay counts; the fields the
+    analysis reads, checked, the others kept."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    tti_lateness_ns: _LatenessFile | None = None
+    packet_log_dropped: int | None = Field(default=None, ge=0)
+    delay: _DelayFile | None = None
+
+
+_FLOW_FILE = TypeAdapter(_FlowFile)
+_NETSTAT_FILE = TypeAdapter(dict[str, dict[str, Annotated[int, Field(ge=0)]]], config=ConfigDict(strict=True))
+_CELL_SUMMARY_FILE = TypeAdapter(_CellSummaryFile)
+
+
+def _read_checked(path: Path, adapter: TypeAdapter[Any]) -> dict[str, Any]:
+    """A JSON object of a run folder, checked against its structure; a UserError names the file, the first field
+    that is wrong and the reason (and how many more are)."""
     data = read_json(path)
     try:
-        _FlowFile.model_validate(data)
+        adapter.validate_python(data)
     except ValidationError as error:
         first, *others = format_validation_error(str(path), error).splitlines()
         raise UserError(first + (f" (and {len(others)} more)" if others else "")) from None
-    flow: dict[str, Any] = data
-    return flow
+    checked: dict[str, Any] = data
+    return checked
 
 
 def busy(flows: list[dict[str, Any]], time_ns: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
