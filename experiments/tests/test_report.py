@@ -1,9 +1,29 @@
-"""The comparison table's warnings: a run whose delay measurement lost packets is named, with what it still covers;
-a run whose controller stood still is named, with for how long or for what share of the run."""
+"""The comparison table: how many transfers completed where some did not; its warnings: a run whose delay
+measurement lost packets is named, with what it still covers; a run whose controller stood still is named, with for
+how long or for what share of the run."""
 
 import math
 
 from rnf_experiments import report
+
+
+def _arm(name, complete, started):
+    values = {key: math.nan for _, key, _, _ in report.COLUMNS} | {"ttsu_s": 0.83}
+    return values | {"arm": name, "sweep_value": None, "flows_complete": complete, "flows": started, "repetitions": 3}
+
+
+def test_where_some_transfers_did_not_complete_the_table_says_how_many_did():
+    # TTSU is the mean over completed pages only: cubic's 9, 10 and 9 of 13 are a mean of 9.33
+    summary = {"sweep": None, "arms": {"smvs": _arm("smvs", 13.0, 13.0), "cubic": _arm("cubic", 28 / 3, 13.0)}}
+    table = report.table({"web": summary})
+    headers = [column.header for column in table.columns]
+    assert headers == ["arm", "TTSU s", "done", "runs"]
+    assert list(table.columns[2].cells) == ["13 of 13", "9.33 of 13"]
+
+
+def test_where_every_transfer_completed_there_is_no_column_for_it():
+    summary = {"sweep": None, "arms": {"smvs": _arm("smvs", 1.0, 1.0), "cubic": _arm("cubic", 1.0, 1.0)}}
+    assert "done" not in [column.header for column in report.table({"bulk": summary}).columns]
 
 
 def test_runs_whose_delay_measurement_lost_packets_are_named():

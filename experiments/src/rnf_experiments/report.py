@@ -117,8 +117,17 @@ def table(summaries: dict[str, dict[str, Any]]) -> Table:
     rows = [(name, values) for name, summary in summaries.items() for values in summary["arms"].values()]
     sweeps: set[str] = {summary["sweep"] for summary in summaries.values() if summary.get("sweep")}
     shown = [c for c in COLUMNS if any(not math.isnan(values[c[1]]) for _, values in rows)]
+    # TTSU is over the transfers that completed: where some did not, how many did says what it leaves out
+    with_done = any(values["flows_complete"] < values["flows"] for _, values in rows)
     result = Table(title="arms compared (mean over repetitions)")
-    headers = (["results"] if several else []) + ["arm"] + sorted(sweeps) + [c[0] for c in shown] + ["runs"]
+    headers = (
+        (["results"] if several else [])
+        + ["arm"]
+        + sorted(sweeps)
+        + [c[0] for c in shown]
+        + (["done"] if with_done else [])
+        + ["runs"]
+    )
     for header in headers:
         result.add_column(header, justify="left" if header in ("results", "arm") else "right")
     for name, values in rows:
@@ -127,6 +136,7 @@ def table(summaries: dict[str, dict[str, Any]]) -> Table:
             values["arm"],
             *([str(values["sweep_value"])] if sweeps else []),
             *(_cell(values[key], scale, digits) for _, key, scale, digits in shown),
+            *([f"{values['flows_complete']:.3g} of {values['flows']:.3g}"] if with_done else []),
             str(values["repetitions"]),
         )
     return result
