@@ -18,7 +18,9 @@ def test_where_some_transfers_did_not_complete_the_table_says_how_many_did():
     table = report.table({"web": summary})
     headers = [column.header for column in table.columns]
     assert headers == ["arm", "TTSU s", "done", "runs"]
-    assert list(table.columns[2].cells) == ["13 of 13", "9.33 of 13"]
+    assert list(table.columns[2].cells) == ["13 of 13", "9.3 of 13"]
+    many = {"sweep": None, "arms": {"web": _arm("web", 1199.0, 1200.0)}}  # whole counts stay whole, however many
+    assert list(report.table({"web": many}).columns[2].cells) == ["1199 of 1200"]
 
 
 def test_where_every_transfer_completed_there_is_no_column_for_it():

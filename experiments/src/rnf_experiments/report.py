@@ -136,10 +136,15 @@ def table(summaries: dict[str, dict[str, Any]]) -> Table:
             values["arm"],
             *([str(values["sweep_value"])] if sweeps else []),
             *(_cell(values[key], scale, digits) for _, key, scale, digits in shown),
-            *([f"{values['flows_complete']:.3g} of {values['flows']:.3g}"] if with_done else []),
+            *([f"{_count(values['flows_complete'])} of {_count(values['flows'])}"] if with_done else []),
             str(values["repetitions"]),
         )
     return result
+
+
+def _count(mean_count: float) -> str:
+    """A count averaged over repetitions: whole where it is, else to a tenth."""
+    return f"{mean_count:.0f}" if mean_count == round(mean_count) else f"{mean_count:.1f}"
 
 
 PER_UE_COLUMNS = (
