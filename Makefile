@@ -108,6 +108,7 @@ bench-validation: setup
 
 bench: setup bench-latency
 	$(RNF) run experiments/scenarios/web-beside-download.toml --output results
+	$(RNF) run experiments/scenarios/second-flow-markov.toml --output results
 	$(VENV)/bin/python -m rnf_cell.bench
 	$(VENV)/bin/python -m rnf_bridge.bench
 	$(VENV)/bin/python -m rnf_proxy.bench
