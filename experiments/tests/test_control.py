@@ -33,6 +33,15 @@ UTILIZATION = 0.99
 ATTEMPTS = 5
 
 
+# the arms the fixtures below choose from (name: its TOML table)
+ARMS = {
+    "smvs-bytes": "{name='smvs-bytes', kind='proxy', controller={kind='smvs', q0_bytes=50000}}",
+    "smvs-target": "{name='smvs-target', kind='proxy', controller={kind='smvs', target_ms=20}}",
+    "rnf-target": "{name='rnf-target', kind='proxy', controller={kind='rnf', target_ms=20}}",
+    "smvs-default": "{name='smvs-default', kind='proxy', controller={kind='smvs'}}",
+}
+
+
 def run_constant_rate(
     tmp_path_factory, ue: str, arms: dict[str, str], traffic: str = "[{kind='bulk'}]"
 ) -> dict[str, dict]:
@@ -70,26 +79,13 @@ def run_constant_rate(
 
 @pytest.fixture(scope="module")
 def constant_rate(tmp_path_factory):
-    return run_constant_rate(
-        tmp_path_factory,
-        "",
-        {
-            "smvs-bytes": "{name='smvs-bytes', kind='proxy', controller={kind='smvs', q0_bytes=50000}}",
-            "smvs-target": "{name='smvs-target', kind='proxy', controller={kind='smvs', target_ms=20}}",
-            "rnf-target": "{name='rnf-target', kind='proxy', controller={kind='rnf', target_ms=20}}",
-            "smvs-default": "{name='smvs-default', kind='proxy', controller={kind='smvs'}}",
-        },
-    )
+    return run_constant_rate(tmp_path_factory, "", ARMS)
 
 
 @pytest.fixture(scope="module")
 def bunched_acks(tmp_path_factory):
     # the UE's packets wait for its next scheduling-request occasion, every 20 ms: its ACKs leave in bunches
-    return run_constant_rate(
-        tmp_path_factory,
-        ", uplink_sr_period_ms=20",
-        {"rnf-target": "{name='rnf-target', kind='proxy', controller={kind='rnf', target_ms=20}}"},
-    )
+    return run_constant_rate(tmp_path_factory, ", uplink_sr_period_ms=20", {"rnf-target": ARMS["rnf-target"]})
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +95,7 @@ def page_beside_download(tmp_path_factory):
     return run_constant_rate(
         tmp_path_factory,
         "",
-        {"smvs-default": "{name='smvs-default', kind='proxy', controller={kind='smvs'}}"},
+        {"smvs-default": ARMS["smvs-default"]},
         "[{kind='bulk'}, {kind='web', objects_bytes=[51500, 113200, 368500], pages=2, think_s=0.5, start_s=1}]",
     )
 

@@ -482,7 +482,7 @@ def _concurrent_fairness(flows: list[dict[str, Any]]) -> float:
         for begin, end in itertools.pairwise(cuts):
             under_way = [f for f, start, until in spans if start <= begin and until >= end]
             if len(under_way) > 1:
-                received = [received_by(f, end) - received_by(f, begin) for f in under_way]
+                received = [float(np.diff(received_by(f, [begin, end]))[0]) for f in under_way]
                 index = metrics.jain_fairness(received)
                 if not math.isnan(index):
                     stretches.append((end - begin, index))
@@ -502,14 +502,14 @@ def _wanted_until(flow: dict[str, Any], traffic_end_ns: int) -> int:
     return traffic_end_ns
 
 
-def received_by(flow: dict[str, Any], time_ns: int) -> float:
-    """The bytes a transfer had received at `time_ns`: the client's progress reports (every 100 ms while bytes
-    arrive) joined by straight lines, and all of them from its last byte on."""
+def received_by(flow: dict[str, Any], times_ns: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """The bytes a transfer had received at each of `times_ns`: the client's progress reports (every 100 ms while
+    bytes arrive) joined by straight lines, and all of them from its last byte on."""
     last = flow["last_byte_ns"]
     before = [(time, received) for time, received in flow["progress"] if time < last]
     times = [time for time, _ in before] + [last]
     received = [received for _, received in before] + [flow["received_bytes"]]
-    return float(np.interp(time_ns, times, received, left=0.0))
+    return np.interp(np.asarray(times_ns, dtype=np.float64), times, received, left=0.0)
 
 
 def _transfer(flow: dict[str, Any]) -> dict[str, Any]:
