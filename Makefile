@@ -91,6 +91,7 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # The controllers against senders that know nothing of the RAN: experiments/scenarios/latency, about 30 minutes.
 LATENCY_SUITE := $(wildcard experiments/scenarios/latency/*.toml)

@@ -154,3 +154,15 @@ def test_publisher_never_blocks_without_subscribers():
     assert not blocked and elapsed, f"{NO_SUBSCRIBER_SENDS} sends did not finish in {NO_SUBSCRIBER_BOUND_S} s"
     assert elapsed[0] < NO_SUBSCRIBER_BOUND_S
     assert publisher.dropped == 0  # PUB discards for absent subscribers; a send refused (zmq.Again) counts here
+
+
+def test_receive_ready_takes_a_plain_context_and_names_the_other_way():
+    plain = zmq.Context()
+    waiting = Subscriber("tcp://127.0.0.1:9", context=plain)
+    assert waiting.receive_ready() == [] and not waiting.pending  # nothing queued: returns at once
+    awaited = Subscriber("tcp://127.0.0.1:9")  # the default asyncio context: its receives are awaited
+    with pytest.raises(TypeError, match="await receive_burst"):
+        awaited.receive_ready()
+    waiting.close()
+    awaited.close()
+    plain.term()

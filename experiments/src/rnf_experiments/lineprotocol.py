@@ -38,7 +38,10 @@ def parse_line(text: str) -> Point:
     head, rest = _UNESCAPED_SPACE.split(text, maxsplit=1)
     field_text, time_text = rest.rsplit(" ", 1)
     name, *tag_parts = _UNESCAPED_COMMA.split(head)
-    tags = dict(tuple(map(_unescape, _UNESCAPED_EQUALS.split(part, maxsplit=1))) for part in tag_parts)  # type: ignore[misc]
+    tags = {}
+    for part in tag_parts:
+        key, value = _UNESCAPED_EQUALS.split(part, maxsplit=1)
+        tags[_unescape(key)] = _unescape(value)
     fields = {}
     for part in _UNESCAPED_COMMA.split(field_text):
         key, value = _UNESCAPED_EQUALS.split(part, maxsplit=1)

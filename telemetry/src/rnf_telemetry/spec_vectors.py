@@ -238,7 +238,12 @@ def golden_fields(vector: SpecVector, layout: Layout | None = None) -> dict[str,
     assert isinstance(flags, tuple) and isinstance(ip, str)
     # Constants of a valid version-1 payload, not fields of the decoded message.
     length, reserved = values.pop("length"), values.pop("reserved")
-    if reserved != 0 or values["version"] != 1 or not (length in OLDER_SIZES or FULL_SIZE <= int(length)):
+    if (
+        reserved != 0
+        or values["version"] != 1
+        or not isinstance(length, int)
+        or not (length in OLDER_SIZES or FULL_SIZE <= length)
+    ):
         raise VectorError(
             f"{vector.name}: a valid vector has version 1, length 96, 112, 120 or at least 128, reserved 0"
         )

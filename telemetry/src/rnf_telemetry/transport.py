@@ -144,16 +144,18 @@ class Subscriber:
     def fd(self) -> int:
         """Readable when messages may have arrived (ZMQ_FD). It is edge-like: after it fires, take
         `receive_ready` until `pending` is false."""
-        fd: int = self._socket.getsockopt(zmq.FD)
-        return fd
+        return self._int_option(zmq.FD)
 
     def receive_ready(self, limit: int = 8192) -> list[TelemetryMessage]:
         """The valid messages among those already queued, up to `limit` received, without waiting (a plain
         `zmq.Context` socket only)."""
+        socket = self._socket
+        if isinstance(socket, zmq.asyncio.Socket):
+            raise TypeError("receive_ready needs a Subscriber on a plain zmq.Context; await receive_burst instead")
         messages = []
         for _ in range(limit):
             try:
-                frames = self._socket.recv_multipart(flags=zmq.NOBLOCK)
+                frames = socket.recv_multipart(flags=zmq.NOBLOCK)
             except zmq.Again:
                 break
             message = self.accept(frames)
@@ -164,7 +166,12 @@ class Subscriber:
     @property
     def pending(self) -> bool:
         """Messages are queued that `receive_ready` has not taken yet."""
-        return bool(self._socket.getsockopt(zmq.EVENTS) & zmq.POLLIN)
+        return bool(self._int_option(zmq.EVENTS) & zmq.POLLIN)
+
+    def _int_option(self, option: int) -> int:
+        value = self._socket.getsockopt(option)
+        assert isinstance(value, int)  # ZMQ_FD and ZMQ_EVENTS are int options
+        return value
 
     async def __aiter__(self) -> AsyncIterator[TelemetryMessage]:
         while True:

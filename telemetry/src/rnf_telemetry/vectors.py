@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from rnf_telemetry.message import (
     IDLE_NOT_COUNTED,
@@ -120,9 +121,9 @@ def _with_length(payload: bytes, length: int) -> bytes:
 
 def _decode_only() -> dict[str, tuple[bytes, TelemetryMessage]]:
     basic = encode(VALID["basic"])
-    counters_1_1 = {"dl_ce_marked_sdus": 0, "dl_aqm_dropped_sdus": 0, "dl_aqm_dropped_bytes": 0}
-    prbs_1_2 = {"dl_grant_prbs": 0, "cell_dl_prbs": 0}
-    idle_1_3 = {"dl_idle_ttis": IDLE_NOT_COUNTED, "dl_idle_capacity_bytes": 0}
+    counters_1_1: dict[str, Any] = {"dl_ce_marked_sdus": 0, "dl_aqm_dropped_sdus": 0, "dl_aqm_dropped_bytes": 0}
+    prbs_1_2: dict[str, Any] = {"dl_grant_prbs": 0, "cell_dl_prbs": 0}
+    idle_1_3: dict[str, Any] = {"dl_idle_ttis": IDLE_NOT_COUNTED, "dl_idle_capacity_bytes": 0}
     return {
         # A 1.0 publisher's payload: the 1.1 counters and the 1.2 resource blocks read as 0, the idle TTIs as not
         # counted.

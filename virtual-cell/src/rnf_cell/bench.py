@@ -22,6 +22,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rnf_telemetry.message import TelemetryMessage
 from rnf_telemetry.record import NullRecorder
 
 from rnf_cell.cell import VirtualCell
@@ -106,7 +107,12 @@ async def _through_cell(
         cell = VirtualCell(config, Path(workdir), NullRecorder())
         async with cell:
             keep = cell._record
-            cell._record = lambda report, message: (reports.append(report), keep(report, message))  # type: ignore[method-assign]
+
+            def record(report: UeReport, message: TelemetryMessage) -> None:
+                reports.append(report)
+                keep(report, message)
+
+            cell._record = record  # type: ignore[method-assign]
             for namespace in (cell.names.server, cell.names.ue(0)):
                 subprocess.run(
                     ["ip", "netns", "exec", namespace, "sysctl", "-qw", f"net.ipv4.tcp_ecn={int(ecn)}"], check=True
@@ -117,7 +123,7 @@ async def _through_cell(
     return mbps, reports, cell.summary or {}
 
 
-def forwarding(seconds: float) -> dict[str, float]:
+def forwarding(seconds: float) -> dict[str, dict[str, float]]:
     """Aggregate forwarding through the cell with capacity far above what the machine can carry."""
     results = {}
     for streams in (1, 4):
