@@ -89,6 +89,8 @@ def test_cli_prints_the_curve_and_sets_a_results_folders_arms_beside_it(tmp_path
     output = unwrapped(result.output)
     assert "goal: utilization >= 97 % at p95 <= 40.0 ms" in output
     assert "needs 12.0 ms there" in output
+    # CUBIC's 99 % is under the 99.2 % the smallest target reaches: the same 12 ms, 0.30 x the goal's 40
+    assert "at CUBIC's utilization, 99.0 %, it needs 12.0 ms (0.30 x the goal's)" in output
     wrong = CliRunner().invoke(cli, ["frontier", trace, "--results", str(results), "--point", "0.04"])
     assert wrong.exit_code != 0 and "no arm at point '0.04'" in wrong.output and "smvs" in wrong.output
     alone = CliRunner().invoke(cli, ["frontier", trace, "--point", "0.04"])
@@ -119,3 +121,8 @@ def test_cli_says_when_the_goals_delay_is_under_the_least_any_target_reaches(tmp
     (results / "summary.json").write_text(json.dumps({"arms": arms}))
     reachable = CliRunner().invoke(cli, ["frontier", trace, "--results", str(results)], terminal_width=200)
     assert reachable.exit_code == 0 and "under the least" not in unwrapped(reachable.output)
+    assert "at CUBIC's utilization, 99.0 %" in unwrapped(reachable.output)
+    arms["cubic"]["utilization"] = 0.96  # references under the 97 % goal ask nothing more of the controllers
+    (results / "summary.json").write_text(json.dumps({"arms": arms}))
+    below = CliRunner().invoke(cli, ["frontier", trace, "--results", str(results)], terminal_width=200)
+    assert below.exit_code == 0 and "'s utilization," not in unwrapped(below.output)

@@ -693,3 +693,15 @@ def _frontier_beside(title: str, chosen: dict[str, dict[str, Any]], points: list
         f"{goals.BBR_DELAY_GOAL:g} x BBR's, {goals.CUBIC_DELAY_GOAL:g} x CUBIC's); the ideal fixed-target sender "
         f"needs {_f(needed, 1)} ms there ({_f(needed / ceiling, 2)} x the goal's){below}"
     )
+    # the controllers are to beat the senders that know nothing of the RAN in utilization as well
+    reference, reference_utilization = max(
+        ((arm, chosen.get(arm, {}).get("utilization", math.nan)) for arm in goals.REFERENCES),
+        key=lambda pair: -math.inf if math.isnan(pair[1]) else pair[1],
+    )
+    if reference_utilization > goals.UTILIZATION_GOAL:
+        matched = frontier.delay_at(points, reference_utilization)
+        needs = "no target reaches it" if math.isnan(matched) else f"it needs {matched:.1f} ms"
+        console.print(
+            f"at {reference.upper()}'s utilization, {reference_utilization * 100:.1f} %, {needs}"
+            + ("" if math.isnan(matched) else f" ({matched / ceiling:.2f} x the goal's)")
+        )
