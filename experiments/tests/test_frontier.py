@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,3 +127,25 @@ def test_cli_says_when_the_goals_delay_is_under_the_least_any_target_reaches(tmp
     (results / "summary.json").write_text(json.dumps({"arms": arms}))
     below = CliRunner().invoke(cli, ["frontier", trace, "--results", str(results)], terminal_width=200)
     assert below.exit_code == 0 and "'s utilization," not in unwrapped(below.output)
+
+
+def test_cli_says_when_no_target_reaches_the_references_utilization(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    arms = {"bbr": {"utilization": 0.95, "delay_p95_ms": 80.0}, "cubic": {"utilization": 0.995, "delay_p95_ms": 200.0}}
+    (results / "summary.json").write_text(json.dumps({"arms": arms}))
+    scenario = Path(__file__).parents[1] / "scenarios" / "latency" / "markov.toml"
+    # a 6000 B queue limit leaves one target, 3000 B (up to half the limit, from two packets). On a constant
+    # 12 Mbit/s it serves 99.2 % (as above, the backhaul now 15 ms): its first 3000 B land at 15 ms and the
+    # first report's answer at 25, so TTIs 17-24 serve nothing, 8 of the 985 counted. CUBIC's 99.5 % is beyond it.
+    settings = [
+        "duration_s=1",
+        "cell.ues.0.trace={generator='constant', rate_mbps=12}",
+        "cell.ues.0.queue_limit_bytes=6000",
+    ]
+    command = ["frontier", "--scenario", str(scenario), *(f"--set={s}" for s in settings), "--results", str(results)]
+    result = CliRunner().invoke(cli, command, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    output = unwrapped(result.output)
+    assert "the least p95 delay any target reaches: 17.0 ms, at 99.2 %" in output
+    assert "at CUBIC's utilization, 99.5 %, no target reaches it" in output
