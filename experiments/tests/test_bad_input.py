@@ -463,3 +463,25 @@ def test_an_arm_cannot_give_srsenb_a_queue_discipline_or_ecn_marks(capsys, tmp_p
         len(lines) == 1 and lines[0].startswith(f"Error: {scenario} (with --set {override}): ") and reason in lines[0]
     )
     assert _no_results(output)
+
+
+SUMMARY_FIELDS = [
+    ('{"arms": {"cubic": {"utilization": "99 %"}}}', "arms.cubic.utilization: Input should be a valid number"),
+    ('{"arms": {"cubic": {"delay_p95_ms": [1]}}}', "arms.cubic.delay_p95_ms: Input should be a valid number"),
+    ('{"arms": ["cubic"]}', "arms: Input should be a valid dictionary"),
+    ('{"scenario": 5, "arms": {}}', "scenario: Input should be a valid string"),
+]
+
+
+@pytest.mark.parametrize(("text", "reason"), SUMMARY_FIELDS)
+@pytest.mark.parametrize("command", ["frontier", "calibrate"])
+def test_a_summary_read_back_names_the_field_that_is_wrong(capsys, tmp_path, command, text, reason):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "summary.json").write_text(text)
+    if command == "frontier":
+        code, lines = rnf(capsys, "frontier", TRACE, "--results", str(folder))
+    else:
+        code, lines = rnf(capsys, "calibrate", str(folder), "--check", str(folder))
+    assert code == 2
+    assert lines == [f"Error: {folder}/summary.json: {reason}"]

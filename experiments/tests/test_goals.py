@@ -60,16 +60,21 @@ def test_the_table_marks_the_verdicts():
 
 def test_a_folder_without_a_summary_is_named_and_left_out_and_the_others_are_printed(tmp_path, capsys):
     finished, running, broken = tmp_path / "finished", tmp_path / "running", tmp_path / "broken"
-    for folder in (finished, running, broken):
+    edited = tmp_path / "edited"
+    for folder in (finished, running, broken, edited):
         folder.mkdir()
     (finished / "summary.json").write_text(json.dumps(SUMMARY))
     (broken / "summary.json").write_text('{"scenario": ')
-    status = main([str(running), str(finished), str(broken)])
+    by_hand = json.loads(json.dumps(SUMMARY))
+    by_hand["arms"]["smvs @ 4"]["utilization"] = "99 %"
+    (edited / "summary.json").write_text(json.dumps(by_hand))
+    status = main([str(running), str(finished), str(broken), str(edited)])
     out, err = capsys.readouterr()
     assert status == 1
     assert "| **smvs @ 4** |" in out
     assert err.splitlines() == [
         f"goals: {running / 'summary.json'}: no such file (a run still going, or one that failed): left out",
-        f"goals: {broken / 'summary.json'}: unreadable (Expecting value: line 1 column 14 (char 13)): left out",
+        f"goals: {broken / 'summary.json'}: not valid JSON: Expecting value: line 1 column 14 (char 13): left out",
+        f"goals: {edited / 'summary.json'}: arms.smvs @ 4.utilization: Input should be a valid number: left out",
     ]
     assert main([str(finished)]) == 0

@@ -336,9 +336,32 @@ class _CellSummaryFile(BaseModel):
     delay: _DelayFile | None = None
 
 
+class _SummaryFigures(BaseModel):
+    """An arm's or a run's entry of summary.json: the figures other commands read back (`rnf frontier`, `rnf
+    calibrate --check`, `rnf_experiments.goals`), checked by type; NaN or null where not measured."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    utilization: float | None = None
+    delay_p95_ms: float | None = None
+    queue_p50_bytes: float | None = None
+    queue_p95_bytes: float | None = None
+    rlc_drops_sdus: float | None = None
+    band_fraction: float | None = None
+
+
+class _SummaryFile(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    scenario: str | None = None
+    arms: dict[str, _SummaryFigures]
+    runs: list[_SummaryFigures] = []
+
+
 _FLOW_FILE = TypeAdapter(_FlowFile)
 _NETSTAT_FILE = TypeAdapter(dict[str, dict[str, Annotated[int, Field(ge=0)]]], config=ConfigDict(strict=True))
 _CELL_SUMMARY_FILE = TypeAdapter(_CellSummaryFile)
+_SUMMARY_FILE = TypeAdapter(_SummaryFile)
 
 
 def _read_checked(path: Path, adapter: TypeAdapter[Any]) -> dict[str, Any]:
@@ -352,6 +375,12 @@ def _read_checked(path: Path, adapter: TypeAdapter[Any]) -> dict[str, Any]:
         raise UserError(first + (f" (and {len(others)} more)" if others else "")) from None
     checked: dict[str, Any] = data
     return checked
+
+
+def read_summary(path: Path) -> dict[str, Any]:
+    """A results folder's summary.json, its figures checked (`rnf report` writes it); a UserError names the file and
+    the first field that is wrong."""
+    return _read_checked(path, _SUMMARY_FILE)
 
 
 def busy(flows: list[dict[str, Any]], time_ns: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:

@@ -256,8 +256,8 @@ def calibrate(results: Path, output: Path | None, checked: Path | None) -> None:
     came."""
     if checked is not None:
         rows = calibration.fidelity(
-            analysis.read_json(results / "summary.json", ("arms",)),
-            analysis.read_json(checked / "summary.json", ("arms",)),
+            analysis.read_summary(results / "summary.json"),
+            analysis.read_summary(checked / "summary.json"),
         )
         if not rows:
             raise UserError(f"{checked}: no arm in common with {results}")
@@ -658,7 +658,7 @@ def _arms_at(results: Path, point: str | None) -> dict[str, dict[str, Any]]:
     summary_path = results / "summary.json"
     if not summary_path.exists():
         raise UserError(f"{summary_path}: no such file (`rnf report {results}` writes summary.json)")
-    arms = analysis.read_json(summary_path, ("arms",))["arms"]
+    arms = analysis.read_summary(summary_path)["arms"]
     suffix = f" @ {point}" if point else ""
     chosen = {
         key.removesuffix(suffix): values

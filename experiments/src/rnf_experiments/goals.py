@@ -12,12 +12,15 @@ it does not judge a run's validity), 1 when a folder had no summary to report.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rnf_foundation.errors import UserError
+
+from rnf_experiments import analysis
 
 UTILIZATION_GOAL = 0.97
 BBR_DELAY_GOAL = 0.5  # p95 one-way delay at most this fraction of end-to-end BBR's
@@ -107,15 +110,17 @@ def main(folders: list[str]) -> int:
     left_out = 0
     for folder in folders:
         path = Path(folder) / "summary.json"
-        try:
-            summary = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as error:
-            missing = isinstance(error, FileNotFoundError)
-            reason = "no such file (a run still going, or one that failed)" if missing else f"unreadable ({error})"
-            print(f"goals: {path}: {reason}: left out", file=sys.stderr)
+        if not path.exists():
+            print(f"goals: {path}: no such file (a run still going, or one that failed): left out", file=sys.stderr)
             left_out += 1
             continue
-        print(markdown(summary["scenario"], summary), end="\n\n")
+        try:
+            summary = analysis.read_summary(path)
+        except UserError as error:
+            print(f"goals: {error}: left out", file=sys.stderr)
+            left_out += 1
+            continue
+        print(markdown(summary.get("scenario") or Path(folder).name, summary), end="\n\n")
     return 1 if left_out else 0
 
 
