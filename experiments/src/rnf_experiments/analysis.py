@@ -338,16 +338,16 @@ class _CellSummaryFile(BaseModel):
 
 class _SummaryFigures(BaseModel):
     """An arm's or a run's entry of summary.json: the figures other commands read back (`rnf frontier`, `rnf
-    calibrate --check`, `rnf_experiments.goals`), checked by type; NaN or null where not measured."""
+    calibrate --check`, `rnf_experiments.goals`), checked by type; NaN where not measured or left out."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 
-    utilization: float | None = None
-    delay_p95_ms: float | None = None
-    queue_p50_bytes: float | None = None
-    queue_p95_bytes: float | None = None
-    rlc_drops_sdus: float | None = None
-    band_fraction: float | None = None
+    utilization: float = math.nan
+    delay_p95_ms: float = math.nan
+    queue_p50_bytes: float = math.nan
+    queue_p95_bytes: float = math.nan
+    rlc_drops_sdus: float = math.nan
+    band_fraction: float = math.nan
 
 
 class _SummaryFile(BaseModel):
@@ -378,9 +378,12 @@ def _read_checked(path: Path, adapter: TypeAdapter[Any]) -> dict[str, Any]:
 
 
 def read_summary(path: Path) -> dict[str, Any]:
-    """A results folder's summary.json, its figures checked (`rnf report` writes it); a UserError names the file and
-    the first field that is wrong."""
-    return _read_checked(path, _SUMMARY_FILE)
+    """A results folder's summary.json, its figures checked (`rnf report` writes it) and NaN where left out; a
+    UserError names the file and the first field that is wrong."""
+    summary: dict[str, Any] = _SUMMARY_FILE.dump_python(
+        _SUMMARY_FILE.validate_python(_read_checked(path, _SUMMARY_FILE))
+    )
+    return summary
 
 
 def busy(flows: list[dict[str, Any]], time_ns: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
