@@ -364,25 +364,27 @@ _CELL_SUMMARY_FILE = TypeAdapter(_CellSummaryFile)
 _SUMMARY_FILE = TypeAdapter(_SummaryFile)
 
 
-def _read_checked(path: Path, adapter: TypeAdapter[Any]) -> dict[str, Any]:
-    """A JSON object of a run folder, checked against its structure; a UserError names the file, the first field
-    that is wrong and the reason (and how many more are)."""
-    data = read_json(path)
+def _validated(path: Path, adapter: TypeAdapter[Any], data: Any) -> Any:
+    """`data`, read from `path`, checked against its structure; a UserError names the file, the first field that is
+    wrong and the reason (and how many more are)."""
     try:
-        adapter.validate_python(data)
+        return adapter.validate_python(data)
     except ValidationError as error:
         first, *others = format_validation_error(str(path), error).splitlines()
         raise UserError(first + (f" (and {len(others)} more)" if others else "")) from None
-    checked: dict[str, Any] = data
-    return checked
+
+
+def _read_checked(path: Path, adapter: TypeAdapter[Any]) -> dict[str, Any]:
+    """A JSON object of a run folder, checked against its structure, as it was written."""
+    data: dict[str, Any] = read_json(path)
+    _validated(path, adapter, data)
+    return data
 
 
 def read_summary(path: Path) -> dict[str, Any]:
     """A results folder's summary.json, its figures checked (`rnf report` writes it) and NaN where left out; a
     UserError names the file and the first field that is wrong."""
-    summary: dict[str, Any] = _SUMMARY_FILE.dump_python(
-        _SUMMARY_FILE.validate_python(_read_checked(path, _SUMMARY_FILE))
-    )
+    summary: dict[str, Any] = _SUMMARY_FILE.dump_python(_validated(path, _SUMMARY_FILE, read_json(path)))
     return summary
 
 
@@ -511,11 +513,11 @@ def _concurrent_fairness(flows: list[dict[str, Any]]) -> float:
         traffic_end = max((f["last_byte_ns"] for f in direction), default=0)
         spans = [(f, f["start_ns"], _wanted_until(f, traffic_end)) for f in direction]
         cuts = sorted({start for _, start, _ in spans} | {until for _, _, until in spans})
-        for begin, end in itertools.pairwise(cuts):
-            under_way = [f for f, start, until in spans if start <= begin and until >= end]
+        received_at_cuts = [np.diff(received_by(f, cuts)) for f, _, _ in spans]  # per flow, in each stretch
+        for stretch, (begin, end) in enumerate(itertools.pairwise(cuts)):
+            under_way = [i for i, (_, start, until) in enumerate(spans) if start <= begin and until >= end]
             if len(under_way) > 1:
-                received = [float(np.diff(received_by(f, [begin, end]))[0]) for f in under_way]
-                index = metrics.jain_fairness(received)
+                index = metrics.jain_fairness([float(received_at_cuts[i][stretch]) for i in under_way])
                 if not math.isnan(index):
                     stretches.append((end - begin, index))
     if not stretches:
@@ -578,6 +580,7 @@ def summarize(run: ArmRun) -> dict[str, Any]:
     in_window = (run.packets["arrival_ns"] >= start) & (run.packets["delivery_ns"] <= end)
     delays_ms = (run.packets["delivery_ns"][in_window] - run.packets["arrival_ns"][in_window]) / 1e6
     transfers = [_transfer(f) for f in flows]
+    first_byte = first_byte_ns(flows)
     ues = list(per_ue.values())
     counters = {
         key: sum(role.get(key, 0) for role in run.netstat.values())
@@ -618,8 +621,8 @@ def summarize(run: ArmRun) -> dict[str, Any]:
         "rto": counters["rto"],
         "spurious_rto": counters["spurious_rto"],
         "tti_late_max_ms": run.cell_summary.get("tti_lateness_ns", {}).get("max", math.nan) / 1e6,
-        "decision_gap_max_ms": decision_gap_max_ms(run.controllers, first_byte_ns(flows)),
-        "decision_stalled_share": decision_stalled_share(run.controllers, first_byte_ns(flows)),
+        "decision_gap_max_ms": decision_gap_max_ms(run.controllers, first_byte),
+        "decision_stalled_share": decision_stalled_share(run.controllers, first_byte),
         "ues": {str(ue): values for ue, values in per_ue.items()},
         "transfers": transfers,
         "netstat": run.netstat,
