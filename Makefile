@@ -82,7 +82,8 @@ demo: setup
 	$(RNF) run experiments/scenarios/latency/markov.toml --set duration_s=10 --output results
 
 # The bridge's tests need GNU Radio, which only Debian's interpreter imports (zmq-bridge/README.md).
-test: setup
+# Lint first: a style or type finding fails CI in seconds, before the quarter of an hour of tests.
+test: setup lint
 	$(CARGO) test --release --locked --quiet --manifest-path virtual-cell/datapath/Cargo.toml
 	$(CARGO) test --release --locked --quiet --manifest-path proxy/relay/Cargo.toml
 	$(PYTHON_SYSTEM) -m pytest -q zmq-bridge/tests
