@@ -81,8 +81,8 @@ demo: setup
 		--output results
 	$(RNF) run experiments/scenarios/latency/markov.toml --set duration_s=10 --output results
 
-# The bridge's tests need GNU Radio, which only Debian's interpreter imports (zmq-bridge/README.md).
-# Lint first: a style or type finding fails CI in seconds, before the quarter of an hour of tests.
+# Lint first: a style or type finding fails CI in seconds, before the quarter of an hour of tests. The bridge's tests
+# need GNU Radio, which only Debian's interpreter imports (zmq-bridge/README.md).
 test: setup lint
 	$(CARGO) test --release --locked --quiet --manifest-path virtual-cell/datapath/Cargo.toml
 	$(CARGO) test --release --locked --quiet --manifest-path proxy/relay/Cargo.toml
