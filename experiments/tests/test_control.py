@@ -39,7 +39,6 @@ ARMS = {
     "smvs-bytes": "{name='smvs-bytes', kind='proxy', controller={kind='smvs', q0_bytes=50000}}",
     "smvs-target": "{name='smvs-target', kind='proxy', controller={kind='smvs', target_ms=20}}",
     "rnf-target": "{name='rnf-target', kind='proxy', controller={kind='rnf', target_ms=20}}",
-    "smvs-default": "{name='smvs-default', kind='proxy', controller={kind='smvs'}}",
     "smvs": "{name='smvs', kind='proxy', controller={kind='smvs'}}",
     "rnf": "{name='rnf', kind='proxy', controller={kind='rnf'}}",
     "cubic": "{name='cubic', cc='cubic'}",
@@ -92,7 +91,8 @@ def run_constant_rate(
 
 @pytest.fixture(scope="module")
 def constant_rate(tmp_path_factory):
-    return run_constant_rate(tmp_path_factory, "", ARMS)
+    names = ("smvs-bytes", "smvs-target", "rnf-target", "smvs")
+    return run_constant_rate(tmp_path_factory, "", {n: ARMS[n] for n in names})
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,7 @@ def page_beside_download(tmp_path_factory):
     return run_constant_rate(
         tmp_path_factory,
         "",
-        {"smvs-default": ARMS["smvs-default"]},
+        {"smvs": ARMS["smvs"]},
         "[{kind='bulk'}, {kind='web', objects_bytes=[51500, 113200, 368500], pages=2, think_s=0.5, start_s=1}]",
     )
 
@@ -153,7 +153,7 @@ def test_rnf_with_a_delay_target_holds_its_reference_without_loss(constant_rate)
 
 
 def test_smvs_with_its_defaults_keeps_the_link_busy_with_a_period_of_service_queued(constant_rate):
-    arm = constant_rate["smvs-default"]
+    arm = constant_rate["smvs"]
     # at a constant rate the link serves 7500 B every period: what a loop serves beyond what the law counted on
     # is a packet or two of rounding, so the forecast margin is 3000 B to 4500 B and the reference is its floor,
     # one period's service, 7500 B (10 ms of the rate); the band is half of it, 3750 B. So the queue's median lies
@@ -175,7 +175,7 @@ def test_rnf_holds_its_reference_when_the_ue_bunches_its_acks(bunched_acks):
 
 
 def test_a_page_beside_a_download_loads_at_its_share_of_the_link(page_beside_download):
-    arm = page_beside_download["smvs-default"]
+    arm = page_beside_download["smvs"]
     # The proxy shares the UE's quota among its connections, and the queue at the eNB holds about a period's
     # service (10 ms), so the page's three connections and the download share 750 kB/s as a processor would:
     # four at 187.5 kB/s until the 51.5 kB object is done (0.275 s), three at 250 kB/s for the 61.7 kB left of
